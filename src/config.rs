@@ -1,0 +1,1 @@
+//! The config file (TOML, DESIGN.md "Config file").

@@ -1,0 +1,256 @@
+//! The diff model: a parsed `git diff` (or GitHub per-file `patch`), with the lines each side
+//! can carry a review comment on.
+//!
+//! The diff owns its text; files and hunks hold byte ranges into it, so parsing copies nothing
+//! and the lines of a hunk are walked on demand.
+
+mod parse;
+
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+
+pub use parse::ParseError;
+
+/// Which side of the diff a line number refers to (GitHub's `side`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Side {
+    /// The old file: removed and context lines.
+    Left,
+    /// The new file: added and context lines.
+    #[default]
+    Right,
+}
+
+/// What kind of line a hunk line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineKind {
+    Context,
+    Added,
+    Removed,
+}
+
+/// What happened to a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileStatus {
+    Added,
+    Deleted,
+    Modified,
+    /// `similarity` in percent when git reported it.
+    Renamed { similarity: Option<u8> },
+    Copied { similarity: Option<u8> },
+}
+
+/// One line inside a hunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiffLine<'a> {
+    pub kind: LineKind,
+    /// Line number in the old file (`None` for added lines).
+    pub old: Option<u32>,
+    /// Line number in the new file (`None` for removed lines).
+    pub new: Option<u32>,
+    /// The line's content without the `+`/`-`/` ` prefix and without the line ending
+    /// (`\n` or `\r\n`).
+    pub text: &'a str,
+}
+
+/// A hunk: `@@ -old_start,old_count +new_start,new_count @@ section`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hunk {
+    pub old_start: u32,
+    pub old_count: u32,
+    pub new_start: u32,
+    pub new_count: u32,
+    /// Byte range of the hunk body (the lines after the `@@` header) in the diff's text.
+    pub(crate) body: Range<usize>,
+}
+
+impl Hunk {
+    /// The line numbers this hunk covers on `side` (empty for a pure addition on `Left`, …).
+    pub fn range(&self, side: Side) -> Range<u32> {
+        match side {
+            Side::Left => self.old_start..self.old_start + self.old_count,
+            Side::Right => self.new_start..self.new_start + self.new_count,
+        }
+    }
+}
+
+/// One file of the diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileDiff {
+    /// Path before the change (`None` for an added file).
+    pub old_path: Option<String>,
+    /// Path after the change (`None` for a deleted file).
+    pub new_path: Option<String>,
+    pub status: FileStatus,
+    pub old_mode: Option<String>,
+    pub new_mode: Option<String>,
+    /// A binary file (`Binary files … differ` or `GIT binary patch`): no hunks, no comments.
+    pub binary: bool,
+    pub hunks: Vec<Hunk>,
+    /// Byte range of this file's whole section (headers and hunks) in the diff's text.
+    pub(crate) text: Range<usize>,
+}
+
+impl FileDiff {
+    /// The path a review comment names: the new path, or the old one for a deleted file.
+    pub fn path(&self) -> &str {
+        self.new_path
+            .as_deref()
+            .or(self.old_path.as_deref())
+            .unwrap_or_default()
+    }
+
+    /// Whether a review comment may sit on `line` of `side`: GitHub accepts a comment on any
+    /// line inside a hunk (added or context on `Right`, removed or context on `Left`).
+    pub fn is_commentable(&self, side: Side, line: u32) -> bool {
+        self.hunk_index(side, line).is_some()
+    }
+
+    /// Index of the hunk that covers `line` on `side`, if any (hunks are sorted; binary search).
+    pub fn hunk_index(&self, side: Side, line: u32) -> Option<usize> {
+        let i = self.hunks.partition_point(|h| h.range(side).end <= line);
+        let h = self.hunks.get(i)?;
+        h.range(side).contains(&line).then_some(i)
+    }
+}
+
+/// A parsed diff: the text it was parsed from and its files, in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Diff {
+    text: String,
+    files: Vec<FileDiff>,
+}
+
+impl Diff {
+    /// Parses `git diff` / `git format-patch` / plain unified-diff output.
+    ///
+    /// Empty input is an empty diff. Input that is not a diff, a truncated hunk or a hunk header
+    /// whose numbers overflow is an error naming the line where it went wrong.
+    pub fn parse(text: impl Into<String>) -> Result<Diff, ParseError> {
+        parse::parse_diff(text.into())
+    }
+
+    /// Builds a diff from GitHub's per-file records: each `patch` starts at `@@` and has no
+    /// file headers. `patch: None` (binary or too large) yields a file without hunks.
+    pub fn from_patches<'p>(
+        files: impl IntoIterator<Item = PatchFile<'p>>,
+    ) -> Result<Diff, ParseError> {
+        parse::from_patches(files)
+    }
+
+    pub fn files(&self) -> &[FileDiff] {
+        &self.files
+    }
+
+    /// The file whose `path()` (or old path) is `path`.
+    pub fn file(&self, path: &str) -> Option<&FileDiff> {
+        self.files
+            .iter()
+            .find(|f| f.path() == path)
+            .or_else(|| self.files.iter().find(|f| f.old_path.as_deref() == Some(path)))
+    }
+
+    /// The whole text the diff was parsed from.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The lines of one hunk of `file`, with their numbers.
+    pub fn hunk_lines<'a>(&'a self, hunk: &Hunk) -> HunkLines<'a> {
+        HunkLines::new(&self.text[hunk.body.clone()], hunk.old_start, hunk.new_start)
+    }
+
+    /// Every line of every hunk of `file`, in order.
+    pub fn file_lines<'a>(&'a self, file: &'a FileDiff) -> impl Iterator<Item = DiffLine<'a>> + 'a {
+        file.hunks.iter().flat_map(move |h| self.hunk_lines(h))
+    }
+
+    /// The content of `line` on `side` of `file`, when that line is inside a hunk.
+    pub fn line_text(&self, file: &FileDiff, side: Side, line: u32) -> Option<&str> {
+        let hunk = &file.hunks[file.hunk_index(side, line)?];
+        self.hunk_lines(hunk)
+            .find(|l| match side {
+                Side::Left => l.old == Some(line),
+                Side::Right => l.new == Some(line),
+            })
+            .map(|l| l.text)
+    }
+
+    /// The unified-diff text of one file (headers and hunks), as sent to a lens.
+    pub fn file_text(&self, file: &FileDiff) -> &str {
+        &self.text[file.text.clone()]
+    }
+}
+
+/// One file record as GitHub's files API gives it.
+#[derive(Debug, Clone, Copy)]
+pub struct PatchFile<'p> {
+    pub filename: &'p str,
+    /// GitHub's `previous_filename` for renames and copies.
+    pub previous_filename: Option<&'p str>,
+    /// GitHub's `status`: `added`, `removed`, `modified`, `renamed`, `copied`, `changed`, `unchanged`.
+    pub status: &'p str,
+    pub patch: Option<&'p str>,
+}
+
+/// Iterator over the lines of a hunk body. Skips `\ No newline at end of file` markers.
+#[derive(Debug, Clone)]
+pub struct HunkLines<'a> {
+    rest: &'a str,
+    old: u32,
+    new: u32,
+}
+
+impl<'a> HunkLines<'a> {
+    fn new(body: &'a str, old_start: u32, new_start: u32) -> Self {
+        Self { rest: body, old: old_start, new: new_start }
+    }
+}
+
+impl<'a> Iterator for HunkLines<'a> {
+    type Item = DiffLine<'a>;
+
+    fn next(&mut self) -> Option<DiffLine<'a>> {
+        loop {
+            if self.rest.is_empty() {
+                return None;
+            }
+            let end = memchr::memchr(b'\n', self.rest.as_bytes()).map_or(self.rest.len(), |i| i + 1);
+            let (raw, rest) = self.rest.split_at(end);
+            self.rest = rest;
+            let raw = raw.strip_suffix('\n').unwrap_or(raw);
+            let raw = raw.strip_suffix('\r').unwrap_or(raw);
+            let (kind, text) = match raw.as_bytes().first() {
+                Some(b'+') => (LineKind::Added, &raw[1..]),
+                Some(b'-') => (LineKind::Removed, &raw[1..]),
+                Some(b' ') => (LineKind::Context, &raw[1..]),
+                // An empty line inside a hunk is a context line whose space was stripped
+                // (some editors and mailers do that).
+                None => (LineKind::Context, raw),
+                // `\ No newline at end of file` and anything the parser already vetted.
+                _ => continue,
+            };
+            let line = match kind {
+                LineKind::Added => {
+                    let l = DiffLine { kind, old: None, new: Some(self.new), text };
+                    self.new += 1;
+                    l
+                }
+                LineKind::Removed => {
+                    let l = DiffLine { kind, old: Some(self.old), new: None, text };
+                    self.old += 1;
+                    l
+                }
+                LineKind::Context => {
+                    let l = DiffLine { kind, old: Some(self.old), new: Some(self.new), text };
+                    self.old += 1;
+                    self.new += 1;
+                    l
+                }
+            };
+            return Some(line);
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! Typed identifiers, so a lens name is never confused with a path or a SHA.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The name of a lens as configured (`claude`, `terra`, `builtin`).
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct LensName(String);
+
+impl LensName {
+    pub fn new(name: impl Into<String>) -> Self {
+        Self(name.into())
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for LensName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for LensName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// A pull request number.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PrNumber(pub u64);
+
+impl fmt::Display for PrNumber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+impl fmt::Debug for PrNumber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// A full 40-hex commit SHA (the reviewed head of a PR).
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct HeadSha(String);
+
+impl HeadSha {
+    /// Accepts exactly 40 hex digits (lower-cased); anything else is `None`.
+    pub fn parse(s: &str) -> Option<Self> {
+        (s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| Self(s.to_ascii_lowercase()))
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+    /// The first 8 hex digits, as the round header shows them.
+    pub fn short(&self) -> &str {
+        &self.0[..8]
+    }
+}
+
+impl fmt::Display for HeadSha {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for HeadSha {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_sha_accepts_only_forty_hex() {
+        let sha = HeadSha::parse("EC26C3E57CA3A959CA5AAD62DE7213C562F8C821").unwrap();
+        assert_eq!(sha.as_str(), "ec26c3e57ca3a959ca5aad62de7213c562f8c821");
+        assert_eq!(sha.short(), "ec26c3e5");
+        assert!(HeadSha::parse("ec26c3e5").is_none());
+        assert!(HeadSha::parse("zc26c3e57ca3a959ca5aad62de7213c562f8c821").is_none());
+    }
+}

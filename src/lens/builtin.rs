@@ -1,0 +1,1 @@
+//! The `builtin` lens: deterministic checks on added lines, no model.

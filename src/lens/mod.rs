@@ -1,0 +1,152 @@
+//! The adapter layer: every lens, whatever runs it, takes a [`LensRequest`] and yields a
+//! [`LensRun`] — a lens response or a failure — with the same provenance.
+
+pub mod builtin;
+pub mod command;
+pub mod process;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::diff::Diff;
+use crate::ids::LensName;
+use crate::review::finding::LensResponse;
+
+/// Which adapter runs a lens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackendKind {
+    Builtin,
+    Command,
+    ClaudeCli,
+    CodexCli,
+    Anthropic,
+    Openai,
+}
+
+impl BackendKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendKind::Builtin => "builtin",
+            BackendKind::Command => "command",
+            BackendKind::ClaudeCli => "claude-cli",
+            BackendKind::CodexCli => "codex-cli",
+            BackendKind::Anthropic => "anthropic",
+            BackendKind::Openai => "openai",
+        }
+    }
+
+    pub fn auth_class(self) -> AuthClass {
+        match self {
+            BackendKind::Builtin | BackendKind::Command => AuthClass::None,
+            BackendKind::ClaudeCli | BackendKind::CodexCli => AuthClass::Subscription,
+            BackendKind::Anthropic | BackendKind::Openai => AuthClass::Api,
+        }
+    }
+}
+
+/// How a backend is paid for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthClass {
+    None,
+    Subscription,
+    Api,
+}
+
+/// A configured lens: a backend plus a model, with its own limits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LensSpec {
+    pub name: LensName,
+    pub backend: BackendKind,
+    pub model: Option<String>,
+    pub focus: Option<String>,
+    pub timeout: Duration,
+    /// The executable (`command` lenses; CLI backends default to their binary on PATH).
+    pub bin: Option<String>,
+    /// Extra arguments for a `command` lens.
+    pub args: Vec<String>,
+    /// Names of environment variables passed through to a `command` lens.
+    pub env: Vec<String>,
+    pub api_fallback_model: Option<String>,
+    pub temperature: Option<f32>,
+    pub max_output_tokens: Option<u32>,
+}
+
+impl LensSpec {
+    /// Default per-lens timeout.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+    pub fn new(name: impl Into<String>, backend: BackendKind) -> Self {
+        Self {
+            name: LensName::new(name),
+            backend,
+            model: None,
+            focus: None,
+            timeout: Self::DEFAULT_TIMEOUT,
+            bin: None,
+            args: Vec::new(),
+            env: Vec::new(),
+            api_fallback_model: None,
+            temperature: None,
+            max_output_tokens: None,
+        }
+    }
+}
+
+/// The PR a review is about, when there is one (`None` for `--diff`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PrInfo {
+    pub title: String,
+    pub body: String,
+    pub number: u64,
+    pub head: String,
+}
+
+/// What a lens is asked to review.
+#[derive(Debug, Clone)]
+pub struct LensRequest {
+    /// The full prompt for an LLM lens (instructions, untrusted PR text, numbered diff, schema).
+    pub prompt: String,
+    pub diff: Arc<Diff>,
+    pub pr: Option<PrInfo>,
+}
+
+/// Token usage of a lens run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LensStatus {
+    Ok,
+    Failed,
+}
+
+/// Where a lens's answer came from and what it cost: one per lens in the JSON output.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Provenance {
+    pub lens: LensName,
+    pub requested_backend: BackendKind,
+    pub actual_backend: BackendKind,
+    pub auth_class: AuthClass,
+    pub model: Option<String>,
+    pub fallback_source: Option<BackendKind>,
+    pub status: LensStatus,
+    pub error: Option<String>,
+    pub latency_ms: u64,
+    pub usage: Option<Usage>,
+    pub cost_usd: Option<f64>,
+}
+
+/// The outcome of one lens: its provenance and, when it answered, its response.
+#[derive(Debug, Clone)]
+pub struct LensRun {
+    pub provenance: Provenance,
+    pub response: Option<LensResponse>,
+}

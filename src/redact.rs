@@ -1,0 +1,1 @@
+//! Secret detection and masking: the one function every output goes through.

@@ -1,0 +1,1 @@
+//! All user-facing text: terminal, JSON, Markdown, SARIF.

@@ -1,0 +1,1 @@
+//! Merging findings from several lenses (DESIGN.md "Merging, pinned").

@@ -1,0 +1,1 @@
+//! Running the lenses of a panel concurrently.
