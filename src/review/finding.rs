@@ -61,3 +61,45 @@ pub struct Finding {
     pub in_diff: bool,
     pub fingerprint: String,
 }
+
+impl LensResponse {
+    /// Reads a lens's output as exactly one lens response. A ```json fence or prose around the
+    /// object is tolerated; no object, or several candidate objects, is an error.
+    pub fn parse(text: &str) -> Result<LensResponse, ResponseError> {
+        if text.trim().is_empty() {
+            return Err(ResponseError::Empty);
+        }
+        serde_json::from_str(text.trim()).map_err(|e| ResponseError::Invalid(e.to_string()))
+    }
+}
+
+/// The JSON Schema of the lens response, in OpenAI strict form (every property required,
+/// `additionalProperties: false`; optional fields are nullable), sent to every lens.
+pub fn response_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["findings", "summary"],
+        "properties": {
+            "findings": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["path", "line", "start_line", "side", "severity", "confidence", "title", "body"],
+                    "properties": {
+                        "path": {"type": "string", "description": "File path as the diff names it (the new path)."},
+                        "line": {"type": "integer", "minimum": 1, "description": "Last line the finding is about, in the file on `side`."},
+                        "start_line": {"type": ["integer", "null"], "minimum": 1, "description": "First line of a multi-line finding, or null."},
+                        "side": {"type": "string", "enum": ["RIGHT", "LEFT"], "description": "RIGHT: the new file (added or context lines); LEFT: the old file (removed lines)."},
+                        "severity": {"type": "string", "enum": ["blocking", "advisory"]},
+                        "confidence": {"type": "string", "enum": ["high", "medium", "low"]},
+                        "title": {"type": "string", "description": "One line naming the problem."},
+                        "body": {"type": "string", "description": "Why it is wrong, and what to do."}
+                    }
+                }
+            },
+            "summary": {"type": ["string", "null"], "description": "Optional one paragraph about the change."}
+        }
+    })
+}
