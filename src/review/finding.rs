@@ -1,14 +1,14 @@
 //! The lens response (what every backend yields) and the findings made of it.
 
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
-use crate::diff::Side;
+use crate::diff::{Diff, FileDiff, Side};
 use crate::ids::LensName;
 use crate::review::{Confidence, Severity};
 
 /// One finding as a lens reports it (DESIGN.md "Lens response").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct RawFinding {
     pub path: String,
     pub line: u32,
@@ -24,7 +24,6 @@ pub struct RawFinding {
 
 /// A lens's whole answer.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct LensResponse {
     pub findings: Vec<RawFinding>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -62,17 +61,6 @@ pub struct Finding {
     pub fingerprint: String,
 }
 
-impl LensResponse {
-    /// Reads a lens's output as exactly one lens response. A ```json fence or prose around the
-    /// object is tolerated; no object, or several candidate objects, is an error.
-    pub fn parse(text: &str) -> Result<LensResponse, ResponseError> {
-        if text.trim().is_empty() {
-            return Err(ResponseError::Empty);
-        }
-        serde_json::from_str(text.trim()).map_err(|e| ResponseError::Invalid(e.to_string()))
-    }
-}
-
 /// The JSON Schema of the lens response, in OpenAI strict form (every property required,
 /// `additionalProperties: false`; optional fields are nullable), sent to every lens.
 pub fn response_schema() -> serde_json::Value {
@@ -102,4 +90,99 @@ pub fn response_schema() -> serde_json::Value {
             "summary": {"type": ["string", "null"], "description": "Optional one paragraph about the change."}
         }
     })
+}
+
+impl Finding {
+    /// Places a lens's finding on the diff: checks its anchor against the hunks (a finding
+    /// outside them is kept, marked off-diff) and computes its fingerprint.
+    pub fn locate(raw: RawFinding, lens: &LensName, diff: &Diff) -> Finding {
+        let file = find_file(diff, &raw.path);
+        let path = file.map_or(raw.path.clone(), |f| f.path().to_owned());
+        let mut start_line = raw.start_line.filter(|&s| s != raw.line);
+        let mut line = raw.line;
+        if let Some(s) = start_line
+            && s > line
+        {
+            start_line = Some(line);
+            line = s;
+        }
+        let side = raw.side;
+        let hunk = file.and_then(|f| f.hunk_index(side, line).map(|i| &f.hunks[i]));
+        let in_diff = hunk.is_some();
+        // GitHub wants a range inside one hunk: clamp the start to the hunk of the last line.
+        if let (Some(h), Some(s)) = (hunk, start_line) {
+            let clamped = s.max(h.range(side).start);
+            start_line = (clamped < line).then_some(clamped);
+        }
+        let fingerprint = match file {
+            Some(f) if in_diff => {
+                let first = start_line.unwrap_or(line);
+                let lines = (first..=line).filter_map(|n| diff.line_text(f, side, n));
+                fingerprint(&path, side, lines)
+            }
+            // Off the diff there is no text to hash; the place is the best we have.
+            _ => fingerprint(&path, side, std::iter::once(format!("@{line}").as_str())),
+        };
+        Finding {
+            path,
+            line,
+            start_line,
+            side,
+            severity: raw.severity,
+            confidence: raw.confidence,
+            title: raw.title,
+            body: raw.body,
+            lenses: vec![lens.clone()],
+            in_diff,
+            fingerprint,
+        }
+    }
+}
+
+/// The diff file a lens means by `path`, forgiving `a/`, `b/` and `./` prefixes.
+fn find_file<'d>(diff: &'d Diff, path: &str) -> Option<&'d FileDiff> {
+    let path = path.trim();
+    diff.file(path).or_else(|| {
+        ["b/", "a/", "./", "/"]
+            .iter()
+            .find_map(|p| path.strip_prefix(p).and_then(|rest| diff.file(rest)))
+    })
+}
+
+/// A stable fingerprint from the file, the side and the normalised text of the flagged lines:
+/// a reworded finding on the same lines, or the same lines moved by an edit elsewhere in the
+/// file, keep it; a change to the flagged lines changes it.
+pub fn fingerprint<'a>(path: &str, side: Side, lines: impl Iterator<Item = &'a str>) -> String {
+    let mut h = Sha256::new();
+    h.update(path.as_bytes());
+    h.update([0, side as u8]);
+    for line in lines {
+        for word in line.split_whitespace() {
+            h.update(word.as_bytes());
+            h.update(b" ");
+        }
+        h.update(b"\n");
+    }
+    hex16(&h.finalize())
+}
+
+/// Derives a distinct fingerprint for a second finding on the same lines.
+pub fn disambiguate(fingerprint: &str, title: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(fingerprint.as_bytes());
+    for word in title.split_whitespace() {
+        h.update(word.to_lowercase().as_bytes());
+        h.update(b" ");
+    }
+    hex16(&h.finalize())
+}
+
+fn hex16(digest: &[u8]) -> String {
+    use std::fmt::Write;
+    digest[..8]
+        .iter()
+        .fold(String::with_capacity(16), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }

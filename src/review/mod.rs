@@ -4,6 +4,7 @@
 pub mod finding;
 pub mod merge;
 pub mod panel;
+pub mod parse;
 
 use serde::{Deserialize, Serialize};
 
