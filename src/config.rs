@@ -1,1 +1,392 @@
 //! The config file (TOML, DESIGN.md "Config file").
+//!
+//! Every key has a default; an unknown key or a bad value is an error naming the key and the
+//! line, so a typo never silently turns a setting off.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+
+use crate::lens::{BackendKind, LensSpec};
+use crate::review::Confidence;
+
+/// The operator's configuration.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub lens: Vec<LensConfig>,
+    #[serde(default)]
+    pub review: ReviewConfig,
+    #[serde(default)]
+    pub github: GithubConfig,
+    #[serde(default)]
+    pub limits: LimitsConfig,
+}
+
+/// One `[[lens]]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LensConfig {
+    pub name: String,
+    pub backend: BackendKind,
+    pub model: Option<String>,
+    pub bin: Option<String>,
+    pub api_fallback_model: Option<String>,
+    pub focus: Option<String>,
+    pub temperature: Option<f32>,
+    pub max_output_tokens: Option<u32>,
+    #[serde(default, deserialize_with = "duration_opt")]
+    pub timeout: Option<Duration>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: Vec<String>,
+}
+
+/// How a round is posted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PostMode {
+    #[default]
+    Merged,
+    PerLens,
+}
+
+/// The `[review]` table (also what a repository's `.github/reviewbot.toml` may set).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReviewConfig {
+    pub opt_out_label: String,
+    pub trigger_label: String,
+    pub post: PostMode,
+    pub max_comments: usize,
+    pub min_blocking_confidence: Confidence,
+    pub request_changes: bool,
+    pub ignore_paths: Vec<String>,
+    pub max_files: usize,
+    pub token_budget: usize,
+    /// Which configured lenses run by default; `None` means all of them.
+    pub lenses: Option<Vec<String>>,
+    pub path: Vec<PathRule>,
+}
+
+impl Default for ReviewConfig {
+    fn default() -> Self {
+        Self {
+            opt_out_label: "reviewbot:no-review".into(),
+            trigger_label: "reviewbot:review".into(),
+            post: PostMode::Merged,
+            max_comments: 30,
+            min_blocking_confidence: Confidence::Medium,
+            request_changes: false,
+            ignore_paths: Vec::new(),
+            max_files: 3000,
+            token_budget: 120_000,
+            lenses: None,
+            path: Vec::new(),
+        }
+    }
+}
+
+/// A `[[review.path]]` rule: extra instructions for files matching a glob.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathRule {
+    pub glob: String,
+    pub instructions: String,
+}
+
+/// The `[github]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GithubConfig {
+    pub bot_login: Option<String>,
+    #[serde(deserialize_with = "duration")]
+    pub max_rate_limit_wait: Duration,
+    #[serde(deserialize_with = "duration")]
+    pub rate_limit_floor: Duration,
+}
+
+impl Default for GithubConfig {
+    fn default() -> Self {
+        Self {
+            bot_login: None,
+            max_rate_limit_wait: Duration::from_secs(15 * 60),
+            rate_limit_floor: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The `[limits]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    pub subscription_concurrency: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self { subscription_concurrency: 2 }
+    }
+}
+
+/// A config that could not be used, with the file, line and key where that is known.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("config {path}{}: {message}", line.map(|l| format!(" line {l}")).unwrap_or_default())]
+    Invalid { path: PathBuf, line: Option<usize>, message: String },
+}
+
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let s = String::deserialize(d)?;
+    humantime::parse_duration(&s).map_err(|e| {
+        serde::de::Error::custom(format!("`{s}` is not a duration like \"90s\" or \"5m\" ({e})"))
+    })
+}
+
+fn duration_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    duration(d).map(Some)
+}
+
+/// Where the config comes from: `--config`, else `REVIEWBOT_CONFIG`, else `./reviewbot.toml`
+/// when it exists — the last only outside GitHub Actions, where the workspace is the PR's own
+/// checkout and must not configure the bot.
+pub fn locate(flag: Option<&Path>) -> Option<PathBuf> {
+    if let Some(p) = flag {
+        return Some(p.to_owned());
+    }
+    if let Some(p) = std::env::var_os("REVIEWBOT_CONFIG").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let local = PathBuf::from("reviewbot.toml");
+    (std::env::var_os("GITHUB_ACTIONS").is_none() && local.is_file()).then_some(local)
+}
+
+impl Config {
+    /// Reads and validates a config file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+        Config::parse(&text, path)
+    }
+
+    /// Parses and validates config text; `path` only names the file in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let invalid = |line, message| ConfigError::Invalid { path: path.to_owned(), line, message };
+        let config: Config = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| line_of(text, s.start));
+            invalid(line, e.message().trim().to_owned())
+        })?;
+        config.validate().map_err(|(key, message)| {
+            invalid(find_key_line(text, &key), format!("{key}: {message}"))
+        })?;
+        Ok(config)
+    }
+
+    /// Cross-field checks serde cannot express, as (key, problem).
+    fn validate(&self) -> Result<(), (String, String)> {
+        let mut names = std::collections::BTreeSet::new();
+        for lens in &self.lens {
+            let key = format!("lens \"{}\"", lens.name);
+            if lens.name.is_empty() || !lens.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+                return Err((key, "a lens name is letters, digits, `-` and `_`".into()));
+            }
+            if !names.insert(lens.name.as_str()) {
+                return Err((key, "this lens name is defined twice".into()));
+            }
+            if lens.backend == BackendKind::Command && lens.bin.is_none() {
+                return Err((key, "a `command` lens needs `bin`, the program to run".into()));
+            }
+            if lens.backend != BackendKind::Command && (!lens.args.is_empty() || !lens.env.is_empty()) {
+                return Err((key, "`args` and `env` are for `command` lenses only".into()));
+            }
+            if lens.timeout.is_some_and(|t| t.is_zero()) {
+                return Err((key, "`timeout` must be more than zero".into()));
+            }
+            if let Some(t) = lens.temperature
+                && !(0.0..=2.0).contains(&t)
+            {
+                return Err((key, "`temperature` must be between 0 and 2".into()));
+            }
+        }
+        if let Some(list) = &self.review.lenses {
+            for name in list {
+                if !names.contains(name.as_str()) && preset(name).is_none() {
+                    return Err(("lenses".into(), format!("no lens is named `{name}`")));
+                }
+            }
+        }
+        for rule in &self.review.ignore_paths {
+            globset::Glob::new(rule).map_err(|e| ("ignore_paths".to_owned(), e.to_string()))?;
+        }
+        for rule in &self.review.path {
+            globset::Glob::new(&rule.glob).map_err(|e| ("glob".to_owned(), e.to_string()))?;
+        }
+        if self.limits.subscription_concurrency == 0 {
+            return Err(("subscription_concurrency".into(), "must be at least 1".into()));
+        }
+        Ok(())
+    }
+
+    /// The lens called `name`: a configured one, else a preset.
+    pub fn lens(&self, name: &str) -> Option<LensSpec> {
+        self.lens.iter().find(|l| l.name == name).map(LensConfig::spec).or_else(|| preset(name))
+    }
+
+    /// The lenses a review runs when none are named on the command line: `[review] lenses`,
+    /// else every configured lens, else `None` (the caller falls back to `builtin`).
+    pub fn default_lenses(&self) -> Option<Vec<LensSpec>> {
+        match &self.review.lenses {
+            Some(names) => Some(names.iter().filter_map(|n| self.lens(n)).collect()),
+            None if !self.lens.is_empty() => Some(self.lens.iter().map(LensConfig::spec).collect()),
+            None => None,
+        }
+    }
+}
+
+impl LensConfig {
+    pub fn spec(&self) -> LensSpec {
+        let mut spec = LensSpec::new(self.name.clone(), self.backend);
+        spec.model = self.model.clone();
+        spec.focus = self.focus.clone();
+        spec.timeout = self.timeout.unwrap_or(LensSpec::DEFAULT_TIMEOUT);
+        spec.bin = self.bin.clone();
+        spec.args = self.args.clone();
+        spec.env = self.env.clone();
+        spec.api_fallback_model = self.api_fallback_model.clone();
+        spec.temperature = self.temperature;
+        spec.max_output_tokens = self.max_output_tokens;
+        spec
+    }
+}
+
+/// Lenses that work with no config: `builtin`, `claude` and `codex` (their CLIs' default models).
+pub fn preset(name: &str) -> Option<LensSpec> {
+    let backend = match name {
+        "builtin" => BackendKind::Builtin,
+        "claude" => BackendKind::ClaudeCli,
+        "codex" => BackendKind::CodexCli,
+        _ => return None,
+    };
+    Some(LensSpec::new(name, backend))
+}
+
+/// 1-based line of a byte offset.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+/// The line where a validation error's key is written, best effort: `lens "x"` finds the
+/// `name = "x"` line, other keys their `key =` line.
+fn find_key_line(text: &str, key: &str) -> Option<usize> {
+    let needle = match key.strip_prefix("lens \"").and_then(|k| k.strip_suffix('"')) {
+        Some(name) => format!("\"{name}\""),
+        None => key.to_owned(),
+    };
+    text.lines().position(|l| {
+        let l = l.trim_start();
+        l.starts_with(needle.as_str()) || (key.starts_with("lens \"") && l.starts_with("name") && l.contains(&needle))
+    })
+    .map(|i| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, String> {
+        Config::parse(text, Path::new("reviewbot.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_design_example_parses() {
+        let c = parse(
+            r#"
+[[lens]]
+name = "claude"
+backend = "claude-cli"
+model = "claude-opus-5"
+
+[[lens]]
+name = "terra"
+backend = "codex-cli"
+model = "gpt-5.6-terra"
+timeout = "300s"
+
+[review]
+opt_out_label = "reviewbot:no-review"
+trigger_label = "reviewbot:review"
+post = "merged"
+max_comments = 30
+min_blocking_confidence = "medium"
+request_changes = false
+ignore_paths = ["vendor/**", "*.lock"]
+max_files = 3000
+token_budget = 120000
+lenses = ["claude", "terra"]
+
+[[review.path]]
+glob = "migrations/**"
+instructions = "Check that every migration is reversible."
+
+[github]
+max_rate_limit_wait = "15m"
+rate_limit_floor = "60s"
+
+[limits]
+subscription_concurrency = 2
+"#,
+        )
+        .unwrap();
+        assert_eq!(c.lens.len(), 2);
+        assert_eq!(c.lens[1].timeout, Some(Duration::from_secs(300)));
+        let names: Vec<_> = c.default_lenses().unwrap().into_iter().map(|l| l.name.to_string()).collect();
+        assert_eq!(names, ["claude", "terra"]);
+        assert_eq!(c.github.max_rate_limit_wait, Duration::from_secs(900));
+    }
+
+    #[test]
+    fn empty_config_has_defaults_and_presets() {
+        let c = parse("").unwrap();
+        assert_eq!(c.review.max_comments, 30);
+        assert!(c.default_lenses().is_none());
+        assert_eq!(c.lens("claude").unwrap().backend, BackendKind::ClaudeCli);
+        assert!(c.lens("nope").is_none());
+    }
+
+    #[test]
+    fn unknown_key_names_key_and_line() {
+        let e = parse("[review]\nmax_comments = 3\nmax_coments = 4\n").unwrap_err();
+        assert!(e.starts_with("config reviewbot.toml line 3: unknown field `max_coments`"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_name_key_and_line() {
+        let e = parse("[[lens]]\nname = \"x\"\nbackend = \"gpt\"\n").unwrap_err();
+        assert!(e.contains("line 3") && e.contains("unknown variant `gpt`"), "{e}");
+        let e = parse("[github]\nrate_limit_floor = \"soon\"\n").unwrap_err();
+        assert!(e.contains("line 2") && e.contains("not a duration"), "{e}");
+        let e = parse("[review]\nmax_comments = \"many\"\n").unwrap_err();
+        assert!(e.contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn validation_errors_name_the_lens() {
+        let e = parse("[[lens]]\nname = \"mine\"\nbackend = \"command\"\n").unwrap_err();
+        assert!(e.contains("line 2") && e.contains("needs `bin`"), "{e}");
+        let e = parse("[[lens]]\nname = \"a\"\nbackend = \"builtin\"\n[[lens]]\nname = \"a\"\nbackend = \"builtin\"\n").unwrap_err();
+        assert!(e.contains("defined twice"), "{e}");
+        let e = parse("[review]\nlenses = [\"ghost\"]\n").unwrap_err();
+        assert!(e.contains("line 2") && e.contains("`ghost`"), "{e}");
+    }
+
+    #[test]
+    fn a_config_may_redefine_a_preset() {
+        let c = parse("[[lens]]\nname = \"claude\"\nbackend = \"claude-cli\"\nmodel = \"claude-opus-5\"\n").unwrap();
+        assert_eq!(c.lens("claude").unwrap().model.as_deref(), Some("claude-opus-5"));
+    }
+}
