@@ -1,7 +1,246 @@
-//! The command line: `reviewbot review`, exit codes.
+//! The command line: `reviewbot review`, and the exit codes DESIGN.md pins.
+//!
+//! 0 review done · 1 `--fail-on` threshold met · 2 usage, config or input error ·
+//! 3 runtime failure (every lens failed).
 
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::config::{self, Config};
+use crate::diff::Diff;
+use crate::lens::LensSpec;
+use crate::render::markdown::BodyOptions;
+use crate::render::{self, Format};
+use crate::review::panel::PanelObserver;
+use crate::review::{Report, pipeline};
+
+#[derive(Debug, Parser)]
+#[command(name = "reviewbot", version, about = "Reviews code changes with a panel of lenses")]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Review a change and print the findings.
+    Review(ReviewArgs),
+}
+
+#[derive(Debug, Args)]
+struct ReviewArgs {
+    /// A unified diff to review (`git diff` output), or `-` for standard input.
+    #[arg(long, value_name = "FILE|-")]
+    diff: PathBuf,
+
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Debug, Args)]
+struct CommonArgs {
+    /// Lenses to run, by name (configured, or a preset: builtin, claude, codex). Repeatable,
+    /// or comma-separated.
+    #[arg(long = "lens", value_name = "NAME[,NAME]", value_delimiter = ',')]
+    lenses: Vec<String>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+
+    /// Config file (default: $REVIEWBOT_CONFIG, else ./reviewbot.toml outside GitHub Actions).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// Exit 1 when a finding at this level holds.
+    #[arg(long, value_enum, default_value_t = FailOn::Never)]
+    fail_on: FailOn,
+
+    /// Never fall back from a subscription lens to its vendor's paid API.
+    #[arg(long)]
+    no_api_fallback: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FailOn {
+    Blocking,
+    Advisory,
+    Never,
+}
+
+/// What went wrong, and which exit status it earns.
+#[derive(Debug, thiserror::Error)]
+enum CliError {
+    /// Usage, configuration or input error: exit 2.
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl CliError {
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            CliError::Usage(_) => ExitCode::from(2),
+        }
+    }
+}
+
 pub fn main() -> ExitCode {
-    ExitCode::SUCCESS
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help and version to stdout (exit 0) and usage errors to stderr (2).
+            let _ = e.print();
+            return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
+        }
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode, CliError> {
+    match cli.command {
+        Command::Review(args) => review(args),
+    }
+}
+
+fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
+    let config = load_config(args.common.config.as_deref())?;
+    let diff = read_diff(&args.diff)?;
+    let lenses = select_lenses(&config, &args.common.lenses)?;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Usage(format!("cannot start the runtime: {e}")))?;
+    let observer = progress_observer();
+    let display_diff = diff.clone();
+    let report = runtime.block_on(pipeline::review(diff, None, &lenses, &config.review, observer.as_ref()));
+    drop(observer);
+
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let out = match args.common.format {
+        Format::Text => render::text::render(&report, &display_diff, color),
+        Format::Json => render::json::render(&report),
+        Format::Markdown => render::markdown::render(
+            &report,
+            &BodyOptions {
+                opt_out_label: &config.review.opt_out_label,
+                max_comments: config.review.max_comments,
+            },
+        ),
+        Format::Sarif => render::sarif::render(&report),
+    };
+    write_stdout(&out);
+    Ok(exit_code(&report, args.common.fail_on))
+}
+
+/// 3 when every lens failed, 1 when the `--fail-on` threshold holds, else 0.
+fn exit_code(report: &Report, fail_on: FailOn) -> ExitCode {
+    if report.all_lenses_failed() {
+        return ExitCode::from(3);
+    }
+    let v = report.verdict();
+    let failed = match fail_on {
+        FailOn::Blocking => v.blocking > 0,
+        FailOn::Advisory => v.blocking + v.advisory > 0,
+        FailOn::Never => false,
+    };
+    if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
+fn load_config(flag: Option<&Path>) -> Result<Config, CliError> {
+    match config::locate(flag) {
+        Some(path) => Config::load(&path).map_err(|e| CliError::Usage(e.to_string())),
+        None => Ok(Config::default()),
+    }
+}
+
+/// The lenses named with `--lens`, else the config's default set, else `builtin` (with a notice).
+fn select_lenses(config: &Config, names: &[String]) -> Result<Vec<LensSpec>, CliError> {
+    let names: Vec<&str> = names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()).collect();
+    if names.is_empty() {
+        if let Some(lenses) = config.default_lenses().filter(|l| !l.is_empty()) {
+            return Ok(lenses);
+        }
+        eprintln!("{}", render::NOTICE_BUILTIN_ONLY);
+        return Ok(config::preset("builtin").into_iter().collect());
+    }
+    let mut specs: Vec<LensSpec> = Vec::new();
+    for name in names {
+        let spec = config.lens(name).ok_or_else(|| {
+            let mut known: Vec<&str> = config.lens.iter().map(|l| l.name.as_str()).collect();
+            for preset in ["builtin", "claude", "codex"] {
+                if !known.contains(&preset) {
+                    known.push(preset);
+                }
+            }
+            CliError::Usage(format!("unknown lens `{name}` (known: {})", known.join(", ")))
+        })?;
+        if !specs.iter().any(|s| s.name == spec.name) {
+            specs.push(spec);
+        }
+    }
+    Ok(specs)
+}
+
+/// Reads and parses the diff; a missing file or text that is not a diff is a usage error.
+fn read_diff(path: &Path) -> Result<Diff, CliError> {
+    let (name, bytes) = if path == Path::new("-") {
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut buf)
+            .map_err(|e| CliError::Usage(format!("cannot read the diff from standard input: {e}")))?;
+        ("standard input".to_owned(), buf)
+    } else {
+        let name = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|e| CliError::Usage(format!("cannot read diff file {name}: {}", io_reason(&e))))?;
+        (name, bytes)
+    };
+    // Diffs of Latin-1 or mixed files are still reviewable: undecodable bytes become U+FFFD.
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("notice: {name} is not valid UTF-8; undecodable bytes are shown as \u{FFFD}");
+            String::from_utf8_lossy(e.as_bytes()).into_owned()
+        }
+    };
+    Diff::parse(text).map_err(|e| CliError::Usage(format!("{name} is not a diff reviewbot can read: {e}")))
+}
+
+/// `No such file or directory` without Rust's `(os error 2)` suffix.
+fn io_reason(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_owned(),
+        None => s,
+    }
+}
+
+fn progress_observer() -> Box<dyn PanelObserver> {
+    render::progress::observer()
+}
+
+/// Writes the result; a closed pipe (`| head`) is not an error worth a panic.
+fn write_stdout(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
 }

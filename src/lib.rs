@@ -9,6 +9,7 @@ pub mod config;
 pub mod diff;
 pub mod ids;
 pub mod lens;
+pub mod plan;
 pub mod redact;
 pub mod render;
 pub mod review;

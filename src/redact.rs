@@ -1,1 +1,1083 @@
 //! Secret detection and masking: the one function every output goes through.
+//!
+//! [`redact`] masks every secret a rule matches with `[REDACTED <rule-id>]`. Every outbound
+//! channel (terminal, JSON, Markdown, SARIF, prompts, posted comments, logs) calls it, so it is
+//! cheap on clean text (one literal pre-filter pass, no allocation) and idempotent (it masks
+//! until nothing matches, and a mask never matches a rule).
+//!
+//! [`find_secrets`] is the detector behind the `builtin` lens. It uses the same rules plus:
+//! - per-rule Shannon-entropy thresholds and plausibility checks (placeholders such as
+//!   `ghp_xxxx…` or `xoxb-your-token-here` are not reported);
+//! - `generic-api-key` (keyword + assignment + a 10–150 character value with entropy ≥ 3.5,
+//!   at least one letter and one digit, and no template or placeholder look).
+//!
+//! Choices made here:
+//! - `generic-api-key` is **detection only**: `redact` runs on code shown to reviewers and on
+//!   their findings, and a generic rule would garble cache keys, hashes and identifiers there.
+//!   The builtin lens never shows a detected value, generic or not.
+//! - `redact` ignores entropy thresholds: masking a token-shaped placeholder costs nothing,
+//!   missing a real token costs a rotation. The `…EXAMPLE` AWS allowlist applies to both.
+//! - `gitleaks:allow` markers are ignored: the PR author controls them.
+//! - Boundaries survive ANSI colour codes (`\x1b[31m`) and JSON/string escapes (`\n`, `\t`)
+//!   on both sides of a token.
+//! - A multi-line private-key block keeps its line breaks (and a leading diff `+`/`-`/` `
+//!   marker) when masked, so a masked diff keeps its line numbers.
+
+use std::borrow::Cow;
+use std::ops::Range;
+use std::sync::LazyLock;
+
+use memchr::memmem;
+use regex::Regex;
+
+/// One secret found in a text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretMatch {
+    /// Rule id, e.g. `github-pat`.
+    pub rule: &'static str,
+    /// Byte range of the secret in the scanned text.
+    pub range: Range<usize>,
+}
+
+/// Masks every secret in `text`. Borrows when nothing matches.
+pub fn redact(text: &str) -> Cow<'_, str> {
+    let found = scan(text, Mode::Redact);
+    if found.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = mask(text, &found);
+    // Masking changes the context around a secret (a token that was glued to another one can
+    // become free-standing), so repeat until nothing matches: that makes `redact` idempotent.
+    for _ in 0..8 {
+        let again = scan(&out, Mode::Redact);
+        if again.is_empty() {
+            break;
+        }
+        out = mask(&out, &again);
+    }
+    Cow::Owned(out)
+}
+
+/// Every secret in `text`, in order, without overlaps (a specific rule wins over
+/// `generic-api-key`). See the module documentation for how this differs from [`redact`].
+pub fn find_secrets(text: &str) -> Vec<SecretMatch> {
+    scan(text, Mode::Detect)
+}
+
+/// A human name for a rule id (`github-pat` → `GitHub personal access token`).
+pub fn rule_name(rule: &str) -> Option<&'static str> {
+    if rule == PRIVATE_KEY {
+        return Some("private key");
+    }
+    RULES.iter().find(|r| r.id == rule).map(|r| r.name)
+}
+
+/// Rule id of the `generic-api-key` rule, whose matches are less certain than the others.
+pub const GENERIC: &str = "generic-api-key";
+const PRIVATE_KEY: &str = "private-key";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Redact,
+    Detect,
+}
+
+/// One token rule. `pattern` matches the token itself; boundaries are checked by hand (the
+/// regex crate has no look-around) so they can treat ANSI codes and escapes as separators.
+struct Rule {
+    id: &'static str,
+    name: &'static str,
+    /// Literals one of which every match contains (case-sensitive).
+    keywords: &'static [&'static str],
+    pattern: &'static str,
+    /// The byte before the token must not be a word byte (`[A-Za-z0-9_]`).
+    left: bool,
+    /// The byte after the token must not satisfy this.
+    right: Option<fn(u8) -> bool>,
+    /// Detection only: minimum Shannon entropy of the token.
+    min_entropy: f64,
+    /// Detection only: an extra plausibility check on the token.
+    plausible: Option<fn(&str) -> bool>,
+    /// Both modes: tokens that are known not to be secrets.
+    allow: Option<fn(&str) -> bool>,
+}
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+fn is_token(b: u8) -> bool {
+    is_word(b) || b == b'-'
+}
+
+const RULES: &[Rule] = &[
+    Rule {
+        id: "github-pat",
+        name: "GitHub personal access token",
+        keywords: &["ghp_"],
+        pattern: r"ghp_[0-9A-Za-z]{36,}",
+        left: false,
+        right: None,
+        min_entropy: 3.0,
+        plausible: None,
+        allow: None,
+    },
+    Rule {
+        id: "github-oauth",
+        name: "GitHub OAuth access token",
+        keywords: &["gho_"],
+        pattern: r"gho_[0-9A-Za-z]{36,}",
+        left: false,
+        right: None,
+        min_entropy: 3.0,
+        plausible: None,
+        allow: None,
+    },
+    Rule {
+        id: "github-app-token",
+        name: "GitHub App token",
+        keywords: &["ghu_", "ghs_"],
+        // `ghs_` also covers the stateless `ghs_<APPID>_<JWT>` installation tokens.
+        pattern: r"ghu_[0-9A-Za-z]{36,}|ghs_[0-9A-Za-z_.-]{36,}",
+        left: false,
+        right: None,
+        min_entropy: 3.0,
+        plausible: None,
+        allow: None,
+    },
+    Rule {
+        id: "github-refresh-token",
+        name: "GitHub refresh token",
+        keywords: &["ghr_"],
+        pattern: r"ghr_[0-9A-Za-z]{36,}",
+        left: false,
+        right: None,
+        min_entropy: 3.0,
+        plausible: None,
+        allow: None,
+    },
+    Rule {
+        id: "github-fine-grained-pat",
+        name: "GitHub fine-grained personal access token",
+        keywords: &["github_pat_"],
+        pattern: r"github_pat_[0-9A-Za-z_]{82,}",
+        left: false,
+        right: None,
+        min_entropy: 3.0,
+        plausible: None,
+        allow: None,
+    },
+    Rule {
+        id: "aws-access-token",
+        name: "AWS access key ID",
+        keywords: &["AKIA", "ASIA", "ABIA", "ACCA", "A3T"],
+        pattern: r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}",
+        left: true,
+        right: Some(is_word),
+        min_entropy: 3.0,
+        plausible: None,
+        // AWS documents its example keys with this suffix.
+        allow: Some(|t| t.ends_with("EXAMPLE")),
+    },
+    Rule {
+        id: "slack-token",
+        name: "Slack token",
+        keywords: &["xox", "xapp-"],
+        pattern: r"xox[abeoprs]-[0-9A-Za-z-]{10,}|xapp-[0-9]-[0-9A-Za-z]+-[0-9]+-[0-9A-Za-z]+",
+        left: true,
+        right: None,
+        min_entropy: 3.0,
+        // Real Slack tokens carry numeric workspace/user ids; `xoxb-your-token-here` does not.
+        plausible: Some(|t| longest_digit_run(t) >= 6),
+        allow: None,
+    },
+    Rule {
+        id: "slack-webhook-url",
+        name: "Slack webhook URL",
+        keywords: &["hooks.slack.com"],
+        pattern: r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{43,}",
+        left: false,
+        right: None,
+        min_entropy: 0.0,
+        plausible: None,
+        allow: None,
+    },
+    Rule {
+        id: "gcp-api-key",
+        name: "Google Cloud API key",
+        keywords: &["AIza"],
+        pattern: r"AIza[0-9A-Za-z_-]{35}",
+        left: true,
+        right: Some(is_token),
+        min_entropy: 4.0,
+        plausible: None,
+        allow: None,
+    },
+    Rule {
+        id: "openai-api-key",
+        name: "OpenAI API key",
+        keywords: &["sk-proj-", "sk-svcacct-", "sk-admin-", "T3BlbkFJ"],
+        pattern: r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}|sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20,}",
+        left: true,
+        right: None,
+        min_entropy: 3.0,
+        plausible: None,
+        allow: None,
+    },
+    Rule {
+        id: "anthropic-api-key",
+        name: "Anthropic API key",
+        keywords: &["sk-ant-"],
+        // Covers `sk-ant-api03-…AA` and the admin keys `sk-ant-admin01-…AA`.
+        pattern: r"sk-ant-[A-Za-z0-9_-]{20,}",
+        left: true,
+        right: None,
+        min_entropy: 3.0,
+        plausible: None,
+        allow: None,
+    },
+    Rule {
+        id: "jwt",
+        name: "JSON Web Token",
+        keywords: &["eyJ"],
+        pattern: r"eyJ[A-Za-z0-9_-]{15,}\.ey[A-Za-z0-9_-]{15,}\.[A-Za-z0-9_-]*={0,2}",
+        left: true,
+        right: None,
+        min_entropy: 3.0,
+        plausible: None,
+        allow: None,
+    },
+    Rule {
+        id: "gitlab-pat",
+        name: "GitLab personal access token",
+        keywords: &["glpat-"],
+        pattern: r"glpat-[0-9A-Za-z_-]{20,}",
+        left: false,
+        right: None,
+        min_entropy: 3.0,
+        plausible: None,
+        allow: None,
+    },
+    Rule {
+        id: "npm-token",
+        name: "npm access token",
+        keywords: &["npm_"],
+        pattern: r"npm_[A-Za-z0-9]{36}",
+        left: true,
+        right: Some(is_word),
+        min_entropy: 3.0,
+        plausible: None,
+        allow: None,
+    },
+    Rule {
+        id: "huggingface-token",
+        name: "Hugging Face access token",
+        keywords: &["hf_"],
+        pattern: r"hf_[A-Za-z]{34}",
+        left: true,
+        right: Some(is_word),
+        min_entropy: 3.0,
+        plausible: None,
+        allow: None,
+    },
+    Rule {
+        id: "pypi-token",
+        name: "PyPI upload token",
+        keywords: &["pypi-AgEIcHlwaS5vcmc"],
+        pattern: r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}",
+        left: false,
+        right: None,
+        min_entropy: 0.0,
+        plausible: None,
+        allow: None,
+    },
+    Rule {
+        id: "stripe-key",
+        name: "Stripe API key",
+        keywords: &[
+            "sk_test_", "sk_live_", "sk_prod_", "rk_test_", "rk_live_", "rk_prod_",
+        ],
+        pattern: r"(?:sk|rk)_(?:test|live|prod)_[0-9A-Za-z]{10,}",
+        left: true,
+        right: None,
+        min_entropy: 2.0,
+        plausible: None,
+        allow: None,
+    },
+    Rule {
+        id: "sendgrid-key",
+        name: "SendGrid API key",
+        keywords: &["SG."],
+        pattern: r"SG\.[0-9A-Za-z_-]{22}\.[0-9A-Za-z_-]{43}",
+        left: true,
+        right: Some(is_token),
+        min_entropy: 2.0,
+        plausible: None,
+        allow: None,
+    },
+];
+
+struct Compiled {
+    /// Any keyword of any rule (the fast path).
+    any: Regex,
+    rules: Vec<Regex>,
+    pem_begin: Regex,
+    pem_end: Regex,
+    generic: Regex,
+}
+
+static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
+    let mut literals: Vec<String> = RULES
+        .iter()
+        .flat_map(|r| r.keywords)
+        .map(|k| regex::escape(k))
+        .collect();
+    literals.push(regex::escape(PEM_KEYWORD));
+    // The patterns are constants covered by tests; failing to compile one is a programming error.
+    let compile = |p: &str| Regex::new(p).unwrap_or_else(|e| panic!("bad secret pattern {p}: {e}"));
+    Compiled {
+        any: compile(&literals.join("|")),
+        rules: RULES.iter().map(|r| compile(r.pattern)).collect(),
+        pem_begin: compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"),
+        pem_end: compile(r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"),
+        generic: compile(concat!(
+            r"(?i)(?:access|auth|api|credential|creds|key|passw(?:or)?d|pwd|secret|token)",
+            r"[a-z0-9_.-]{0,20}['\x22]?[ \t]*(?::=|=>|=|:)[ \t]*[`'\x22]?",
+            r"([A-Za-z0-9_.=+/~!@#$%^&*-]{10,150})",
+            r"(?:[`'\x22;,\s]|\\[nrt]|$)",
+        )),
+    }
+});
+
+const PEM_KEYWORD: &str = "PRIVATE KEY";
+
+fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
+    let c = &*COMPILED;
+    let generic = mode == Mode::Detect
+        && memchr::memchr2(b'=', b':', text.as_bytes()).is_some()
+        && has_generic_keyword(text.as_bytes());
+    if !generic && !c.any.is_match(text) {
+        return Vec::new();
+    }
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    for (rule, re) in RULES.iter().zip(&c.rules) {
+        if !rule
+            .keywords
+            .iter()
+            .any(|k| memmem::find(bytes, k.as_bytes()).is_some())
+        {
+            continue;
+        }
+        let mut at = 0;
+        while let Some(m) = re.find_at(text, at) {
+            let mut range = m.range();
+            if rule.id == "github-app-token" {
+                // A sentence ending right after a token is not part of it.
+                while range.end > range.start && bytes[range.end - 1] == b'.' {
+                    range.end -= 1;
+                }
+            }
+            let ok = (!rule.left || left_boundary(bytes, range.start))
+                && rule
+                    .right
+                    .is_none_or(|f| bytes.get(range.end).is_none_or(|&b| !f(b)));
+            if !ok {
+                // Try again one character later: a longer candidate may hide a valid one.
+                at = next_char(text, range.start);
+                continue;
+            }
+            at = range.end.max(next_char(text, range.start));
+            let token = &text[range.clone()];
+            if rule.allow.is_some_and(|f| f(token)) {
+                continue;
+            }
+            if mode == Mode::Detect
+                && (entropy(token) < rule.min_entropy || rule.plausible.is_some_and(|f| !f(token)))
+            {
+                continue;
+            }
+            found.push(SecretMatch {
+                rule: rule.id,
+                range,
+            });
+        }
+    }
+    if memmem::find(bytes, PEM_KEYWORD.as_bytes()).is_some() {
+        private_keys(text, mode, &mut found);
+    }
+    if generic {
+        generic_keys(text, &mut found);
+    }
+    resolve(found, mode)
+}
+
+/// Private-key PEM blocks. With an END line, the whole block; without one (a diff line, a
+/// truncated hunk), the BEGIN line and the key-body-looking text after it.
+fn private_keys(text: &str, mode: Mode, found: &mut Vec<SecretMatch>) {
+    let c = &*COMPILED;
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while let Some(begin) = c.pem_begin.find_at(text, at) {
+        at = begin.end();
+        let window_end = floor_boundary(text, begin.end().saturating_add(64 * 1024));
+        let next_begin = c.pem_begin.find_at(text, begin.end()).map(|m| m.start());
+        let end = c
+            .pem_end
+            .find(&text[begin.end()..window_end])
+            .map(|m| begin.end() + m.end())
+            .filter(|&e| next_begin.is_none_or(|nb| e <= nb));
+        let range = match end {
+            Some(end) => begin.start()..end,
+            None => {
+                let body_end = key_body_end(bytes, begin.end());
+                let body = &bytes[begin.end()..body_end];
+                let base64 = body.iter().filter(|b| b.is_ascii_alphanumeric()).count();
+                // In detection, a BEGIN line counts when a key body follows or when nothing
+                // else is on its line (the body is on the next lines); code that merely names
+                // the header (`starts_with("-----BEGIN …")`) does not.
+                if mode == Mode::Detect && base64 < 64 && !rest_of_line_blank(bytes, begin.end()) {
+                    continue;
+                }
+                let mut end = body_end;
+                while end > begin.end() && bytes[end - 1].is_ascii_whitespace() {
+                    end -= 1;
+                }
+                begin.start()..end
+            }
+        };
+        at = range.end.max(at);
+        found.push(SecretMatch {
+            rule: PRIVATE_KEY,
+            range,
+        });
+    }
+}
+
+fn key_body_end(bytes: &[u8], mut i: usize) -> usize {
+    while let Some(&b) = bytes.get(i) {
+        let body = b.is_ascii_alphanumeric()
+            || matches!(b, b'+' | b'/' | b'=' | b'\\' | b':' | b',')
+            || b.is_ascii_whitespace()
+            || (b == b'-' && !bytes[i..].starts_with(b"-----"));
+        if !body {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+fn rest_of_line_blank(bytes: &[u8], from: usize) -> bool {
+    for &b in &bytes[from..] {
+        match b {
+            b'\n' => return true,
+            b' ' | b'\t' | b'\r' => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+fn generic_keys(text: &str, found: &mut Vec<SecretMatch>) {
+    let mut at = 0;
+    while let Some(caps) = COMPILED.generic.captures_at(text, at) {
+        let (Some(all), Some(value)) = (caps.get(0), caps.get(1)) else {
+            break;
+        };
+        at = value.end().max(next_char(text, all.start()));
+        if plausible_generic(value.as_str()) {
+            found.push(SecretMatch {
+                rule: GENERIC,
+                range: value.range(),
+            });
+        }
+    }
+}
+
+/// A cheap case-insensitive check for the generic rule's keywords, so its regex (slow
+/// without a literal prefilter, being case-insensitive) runs only on lines that may match.
+fn has_generic_keyword(bytes: &[u8]) -> bool {
+    const KEYWORDS: &[&[u8]] = &[
+        b"access", b"auth", b"api", b"cred", b"key", b"passw", b"pwd", b"secret", b"token",
+    ];
+    bytes.iter().enumerate().any(|(i, &b)| {
+        matches!(b | 0x20, b'a' | b'c' | b'k' | b'p' | b's' | b't')
+            && KEYWORDS.iter().any(|k| {
+                bytes
+                    .get(i..i + k.len())
+                    .is_some_and(|w| w.eq_ignore_ascii_case(k))
+            })
+    })
+}
+
+/// Whether a generic `key = value` value looks like a real secret rather than code, a
+/// template or a placeholder.
+fn plausible_generic(value: &str) -> bool {
+    let has_digit = value.bytes().any(|b| b.is_ascii_digit());
+    let has_alpha = value.bytes().any(|b| b.is_ascii_alphabetic());
+    if !has_digit || !has_alpha || value.starts_with('$') || entropy(value) < 3.5 {
+        return false;
+    }
+    let lower = value.to_ascii_lowercase();
+    const PLACEHOLDERS: &[&str] = &[
+        "changeme",
+        "change_me",
+        "change-me",
+        "xxxx",
+        "****",
+        "your_",
+        "your-",
+        "yourapi",
+        "example",
+        "placeholder",
+        "dummy",
+        "sample",
+        "fake",
+        "redacted",
+        "replace",
+        "insert",
+        "todo",
+        "test",
+        "secret",
+        "password",
+        "process.env",
+        "environ",
+        "getenv",
+    ];
+    if PLACEHOLDERS.iter().any(|p| lower.contains(p)) {
+        return false;
+    }
+    // A dotted identifier (`settings.API_KEY`) or a file name (`certs/server2.pem`).
+    let dotted = value.split('.').count() > 1
+        && value.split('.').all(|part| {
+            part.bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+                && part.bytes().all(is_word)
+        });
+    let file = value.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty()
+            && (2..=4).contains(&ext.len())
+            && ext.bytes().all(|b| b.is_ascii_lowercase())
+    });
+    !dotted && !file
+}
+
+/// Sorts matches and removes overlaps. Redaction merges overlapping ranges so every byte of
+/// each is masked; detection keeps one match per place, preferring a specific rule.
+fn resolve(mut found: Vec<SecretMatch>, mode: Mode) -> Vec<SecretMatch> {
+    found.sort_by(|a, b| {
+        a.range
+            .start
+            .cmp(&b.range.start)
+            .then(b.range.end.cmp(&a.range.end))
+    });
+    let mut out: Vec<SecretMatch> = Vec::with_capacity(found.len());
+    for m in found {
+        match out.last_mut() {
+            Some(last) if m.range.start < last.range.end => match mode {
+                Mode::Redact => last.range.end = last.range.end.max(m.range.end),
+                Mode::Detect => {
+                    if last.rule == GENERIC && m.rule != GENERIC {
+                        *last = m;
+                    }
+                }
+            },
+            _ => out.push(m),
+        }
+    }
+    out
+}
+
+fn mask(text: &str, found: &[SecretMatch]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for m in found {
+        out.push_str(&text[at..m.range.start]);
+        out.push_str("[REDACTED ");
+        out.push_str(m.rule);
+        out.push(']');
+        // Keep line breaks so masked text keeps its line numbers; in a diff, keep each line's
+        // `+`/`-`/` ` marker (recognised by the first line carrying the same marker).
+        let secret = &text[m.range.clone()];
+        let line_start = text[..m.range.start].rfind('\n').map_or(0, |i| i + 1);
+        let marker = text.as_bytes()[line_start..m.range.start]
+            .first()
+            .copied()
+            .filter(|b| matches!(b, b'+' | b'-' | b' '));
+        let mut lines = secret.split('\n').peekable();
+        while let Some(line) = lines.next() {
+            let Some(next) = lines.peek() else { break };
+            if line.ends_with('\r') {
+                out.push('\r');
+            }
+            out.push('\n');
+            if let Some(mk) = marker
+                && next.as_bytes().first() == Some(&mk)
+            {
+                out.push(char::from(mk));
+            }
+        }
+        at = m.range.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// Whether a token starting at `start` is not glued to a preceding word. An ANSI colour code
+/// (`\x1b[31m`, also written `\u001b[…m`) or a string escape (`\n`, `\r`, `\t`) counts as a
+/// separator.
+fn left_boundary(bytes: &[u8], start: usize) -> bool {
+    let Some(&prev) = start.checked_sub(1).and_then(|i| bytes.get(i)) else {
+        return true;
+    };
+    if !is_word(prev) {
+        return true;
+    }
+    let before = &bytes[..start];
+    if matches!(prev, b'n' | b'r' | b't') && before.len() >= 2 && before[before.len() - 2] == b'\\'
+    {
+        return true;
+    }
+    if prev == b'm' {
+        let mut i = before.len() - 1;
+        while i > 0 && (before[i - 1].is_ascii_digit() || before[i - 1] == b';') {
+            i -= 1;
+        }
+        if i > 0 && before[i - 1] == b'[' {
+            let esc = &before[..i - 1];
+            return [
+                &b"\x1b"[..],
+                b"\\x1b",
+                b"\\x1B",
+                b"\\u001b",
+                b"\\u001B",
+                b"\\033",
+                b"\\e",
+            ]
+            .iter()
+            .any(|e| esc.ends_with(e));
+        }
+    }
+    false
+}
+
+fn next_char(text: &str, i: usize) -> usize {
+    text[i..]
+        .chars()
+        .next()
+        .map_or(text.len(), |c| i + c.len_utf8())
+}
+
+fn floor_boundary(text: &str, mut i: usize) -> usize {
+    if i >= text.len() {
+        return text.len();
+    }
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn longest_digit_run(s: &str) -> usize {
+    s.split(|c: char| !c.is_ascii_digit())
+        .map(str::len)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Shannon entropy of `s` in bits per byte.
+pub fn entropy(s: &str) -> f64 {
+    if s.is_empty() {
+        return 0.0;
+    }
+    let mut counts = [0u32; 256];
+    for b in s.bytes() {
+        counts[usize::from(b)] += 1;
+    }
+    let n = s.len() as f64;
+    counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = f64::from(c) / n;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    pub(crate) const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    const URLSAFE: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
+    const BASE32: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    const LETTERS: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    const DIGITS: &str = "0123456789";
+
+    /// Deterministic pseudo-random text over `alphabet`, so no realistic token is written out
+    /// in the source and every generated one has a realistic entropy.
+    pub(crate) fn rand(alphabet: &str, n: usize, seed: u64) -> String {
+        let chars: Vec<char> = alphabet.chars().collect();
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                chars[(x % chars.len() as u64) as usize]
+            })
+            .collect()
+    }
+
+    /// A fake secret for each rule id, generated from `seed`.
+    pub(crate) fn fake(rule: &str, seed: u64) -> String {
+        let r = |a, n, k: u64| rand(a, n, seed.wrapping_add(k));
+        match rule {
+            "github-pat" => format!("ghp_{}", r(ALNUM, 36, 1)),
+            "github-oauth" => format!("gho_{}", r(ALNUM, 36, 1)),
+            "github-app-token" => match seed % 3 {
+                0 => format!("ghu_{}", r(ALNUM, 36, 1)),
+                1 => format!("ghs_{}", r(ALNUM, 36, 1)),
+                // The stateless form: `ghs_<APPID>_<JWT>`.
+                _ => format!(
+                    "ghs_{}_eyJ{}.eyJ{}.{}",
+                    r(DIGITS, 7, 1),
+                    r(URLSAFE, 40, 2),
+                    r(URLSAFE, 300, 3),
+                    r(URLSAFE, 170, 4)
+                ),
+            },
+            "github-refresh-token" => format!("ghr_{}", r(ALNUM, 36, 1)),
+            "github-fine-grained-pat" => {
+                format!("github_pat_{}_{}", r(ALNUM, 22, 1), r(ALNUM, 59, 2))
+            }
+            "aws-access-token" => format!("AKIA{}", r(BASE32, 16, 1)),
+            "slack-token" => format!(
+                "xoxb-{}-{}-{}",
+                r(DIGITS, 12, 1),
+                r(DIGITS, 13, 2),
+                r(ALNUM, 24, 3)
+            ),
+            "slack-webhook-url" => format!(
+                "https://hooks.slack.com/services/T{}/B{}/{}",
+                r(BASE32, 8, 1),
+                r(BASE32, 8, 2),
+                r(ALNUM, 24, 3)
+            ),
+            "gcp-api-key" => format!("AIza{}", r(URLSAFE, 35, 1)),
+            "openai-api-key" => match seed % 2 {
+                0 => format!("sk-proj-{}", r(URLSAFE, 120, 1)),
+                _ => format!("sk-{}T3BlbkFJ{}", r(ALNUM, 20, 1), r(ALNUM, 20, 2)),
+            },
+            "anthropic-api-key" => format!("sk-ant-api03-{}AA", r(URLSAFE, 93, 1)),
+            "jwt" => format!(
+                "eyJ{}.eyJ{}.{}",
+                r(URLSAFE, 30, 1),
+                r(URLSAFE, 60, 2),
+                r(URLSAFE, 43, 3)
+            ),
+            "private-key" => {
+                let body: Vec<String> = (0..4).map(|i| r(ALNUM, 64, i)).collect();
+                format!(
+                    "-----BEGIN RSA PRIVATE KEY-----\n{}\n-----END RSA PRIVATE KEY-----",
+                    body.join("\n")
+                )
+            }
+            "gitlab-pat" => format!("glpat-{}", r(URLSAFE, 20, 1)),
+            "npm-token" => format!("npm_{}", r(ALNUM, 36, 1)),
+            "huggingface-token" => format!("hf_{}", r(LETTERS, 34, 1)),
+            "pypi-token" => format!("pypi-AgEIcHlwaS5vcmc{}", r(URLSAFE, 70, 1)),
+            "stripe-key" => format!("sk_live_{}", r(ALNUM, 24, 1)),
+            "sendgrid-key" => format!("SG.{}.{}", r(URLSAFE, 22, 1), r(URLSAFE, 43, 2)),
+            other => panic!("no generator for {other}"),
+        }
+    }
+
+    pub(crate) fn all_rules() -> Vec<&'static str> {
+        let mut ids: Vec<&'static str> = RULES.iter().map(|r| r.id).collect();
+        ids.push(PRIVATE_KEY);
+        ids
+    }
+
+    #[test]
+    fn every_rule_is_detected_and_masked() {
+        for rule in all_rules() {
+            for seed in 0..6 {
+                let secret = fake(rule, seed);
+                let text = format!("value = \"{secret}\";");
+                let found = find_secrets(&text);
+                assert_eq!(found.len(), 1, "{rule}: {found:?} in {text}");
+                assert_eq!(found[0].rule, rule);
+                assert_eq!(&text[found[0].range.clone()], secret, "{rule}");
+                let out = redact(&text);
+                assert!(!out.contains(&secret), "{rule}: {out}");
+                assert!(out.contains(&format!("[REDACTED {rule}]")), "{rule}: {out}");
+                assert!(
+                    out.starts_with("value = \"[REDACTED") && out.ends_with("\";"),
+                    "{out}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_rule_has_a_name() {
+        for rule in all_rules() {
+            assert!(rule_name(rule).is_some(), "{rule}");
+        }
+        assert_eq!(
+            rule_name("github-pat"),
+            Some("GitHub personal access token")
+        );
+        assert_eq!(rule_name(GENERIC), None);
+    }
+
+    #[test]
+    fn clean_text_is_borrowed() {
+        let text = "fn main() { let key = config.api_key(); println!(\"{key}\"); } // ghp_ short";
+        assert!(matches!(redact(text), Cow::Borrowed(_)));
+        assert!(matches!(redact(""), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn aws_example_keys_are_not_secrets() {
+        let text = "aws_access_key_id = AKIAIOSFODNN7EXAMPLE";
+        assert!(find_secrets(text).is_empty());
+        assert!(matches!(redact(text), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn aws_key_glued_to_a_word_is_not_one() {
+        let key = fake("aws-access-token", 3);
+        assert!(find_secrets(&format!("X{key}")).is_empty());
+        assert!(find_secrets(&format!("{key}Z")).is_empty());
+        assert_eq!(find_secrets(&format!("id={key}")).len(), 1);
+    }
+
+    #[test]
+    fn ansi_codes_and_json_escapes_are_separators() {
+        for rule in [
+            "github-pat",
+            "aws-access-token",
+            "jwt",
+            "anthropic-api-key",
+            "npm-token",
+        ] {
+            let s = fake(rule, 7);
+            for text in [
+                format!("\x1b[31m{s}\x1b[0m"),
+                format!("\\u001b[1;31m{s}\\u001b[0m"),
+                format!("{{\"log\":\"token:\\n{s}\\nnext line\"}}"),
+                format!("`{s}`"),
+                format!("'{s}'"),
+                format!("\\t{s}\\r\\n"),
+            ] {
+                let found = find_secrets(&text);
+                assert_eq!(found.len(), 1, "{rule} in {text:?}: {found:?}");
+                assert_eq!(&text[found[0].range.clone()], s);
+                let out = redact(&text);
+                assert!(!out.contains(&s), "{out:?}");
+                assert!(out.contains("next line") || !text.contains("next line"));
+            }
+        }
+    }
+
+    #[test]
+    fn gitleaks_allow_is_ignored() {
+        let s = fake("github-pat", 1);
+        let text = format!("token = \"{s}\" # gitleaks:allow");
+        assert_eq!(find_secrets(&text).len(), 1);
+        assert!(!redact(&text).contains(&s));
+    }
+
+    #[test]
+    fn placeholders_are_masked_but_not_reported() {
+        let text = format!("export GITHUB_TOKEN=ghp_{}", "x".repeat(36));
+        assert!(find_secrets(&text).is_empty());
+        assert_eq!(redact(&text), "export GITHUB_TOKEN=[REDACTED github-pat]");
+        assert!(find_secrets("SLACK_TOKEN=xoxb-your-bot-token-here").is_empty());
+    }
+
+    #[test]
+    fn stateless_installation_token_is_masked_whole() {
+        let s = fake("github-app-token", 2);
+        assert!(s.len() > 500);
+        let text = format!("Authorization: token {s}.");
+        assert_eq!(
+            redact(&text),
+            "Authorization: token [REDACTED github-app-token]."
+        );
+    }
+
+    #[test]
+    fn private_key_block_keeps_diff_lines() {
+        let key = fake("private-key", 4);
+        let diff: String = key.lines().map(|l| format!("+{l}\n")).collect();
+        let out = redact(&diff);
+        assert_eq!(out, "+[REDACTED private-key]\n+\n+\n+\n+\n+\n");
+        let crlf = key.replace('\n', "\r\n");
+        assert_eq!(redact(&crlf), "[REDACTED private-key]\r\n\r\n\r\n\r\n\r\n");
+    }
+
+    #[test]
+    fn private_key_in_json_string() {
+        let key = fake("private-key", 5).replace('\n', "\\n");
+        let text = format!("{{\"private_key\": \"{key}\\n\", \"client_email\": \"a@b.c\"}}");
+        assert_eq!(
+            redact(&text),
+            "{\"private_key\": \"[REDACTED private-key]\\n\", \"client_email\": \"a@b.c\"}"
+        );
+    }
+
+    #[test]
+    fn lone_begin_line() {
+        // A diff line is one line: the BEGIN line alone is reported.
+        let found = find_secrets("-----BEGIN OPENSSH PRIVATE KEY-----");
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].rule, "private-key");
+        assert_eq!(
+            find_secrets("  key: |\n    -----BEGIN EC PRIVATE KEY-----\n").len(),
+            1
+        );
+        // Code that names the header is not a key.
+        assert!(find_secrets("if pem.starts_with(\"-----BEGIN PRIVATE KEY-----\") {").is_empty());
+        assert!(find_secrets("HEADER = \"-----BEGIN PRIVATE KEY-----\\n\"").is_empty());
+        // Unterminated, with a body: masked with its body.
+        let body = rand(ALNUM, 64, 9);
+        let text = format!("-----BEGIN PRIVATE KEY-----\n{body}\n");
+        assert_eq!(find_secrets(&text).len(), 1);
+        assert_eq!(redact(&text), "[REDACTED private-key]\n\n");
+    }
+
+    #[test]
+    fn generic_api_key() {
+        let value = format!("{}{}", rand(ALNUM, 20, 3), "7q");
+        for text in [
+            format!("API_KEY={value}"),
+            format!("\"client_secret\": \"{value}\","),
+            format!("db_password = '{value}'"),
+            format!("auth_token: {value}"),
+        ] {
+            let found = find_secrets(&text);
+            assert_eq!(found.len(), 1, "{text}");
+            assert_eq!(found[0].rule, GENERIC);
+            assert_eq!(&text[found[0].range.clone()], value);
+            // Detection only: redaction leaves it (see the module documentation).
+            assert!(matches!(redact(&text), Cow::Borrowed(_)));
+        }
+        for text in [
+            "API_KEY=${API_KEY}",
+            "api_key: \"{{ secrets.API_KEY }}\"",
+            "password = changeme",
+            "password = \"changeme123456\"",
+            "api_key = \"xxxxxxxxxxxxxxxxxxxx\"",
+            "api_key = \"your-api-key-here\"",
+            "api_key = \"<your-api-key>\"",
+            "token = settings.GITHUB_TOKEN",
+            "key_file = \"certs/server2.pem\"",
+            "let token = get_token(config);",
+            "if api_key == \"abc\" {",
+            "cache_key = user_profile_settings",
+            "API_KEY=$API_TOKEN_FROM_ENV2",
+        ] {
+            assert!(
+                find_secrets(text).is_empty(),
+                "{text}: {:?}",
+                find_secrets(text)
+            );
+        }
+    }
+
+    #[test]
+    fn specific_rule_wins_over_generic() {
+        let s = fake("github-pat", 11);
+        let text = format!("GITHUB_TOKEN = \"{s}\"");
+        let found = find_secrets(&text);
+        assert_eq!(
+            found,
+            vec![SecretMatch {
+                rule: "github-pat",
+                range: 16..16 + s.len()
+            }]
+        );
+    }
+
+    #[test]
+    fn idempotent_on_adjacent_secrets() {
+        let aws = fake("aws-access-token", 1);
+        let gh = fake("github-pat", 2);
+        let text = format!("{aws}{gh} {gh}{aws}");
+        let once = redact(&text).into_owned();
+        assert_eq!(redact(&once), once);
+        assert!(!once.contains(&aws) && !once.contains(&gh), "{once}");
+    }
+
+    #[test]
+    fn entropy_values() {
+        assert_eq!(entropy(""), 0.0);
+        assert_eq!(entropy("aaaa"), 0.0);
+        assert!((entropy("ab") - 1.0).abs() < 1e-9);
+        assert!((entropy("0123456789abcdef") - 4.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn clean_text_is_fast() {
+        // A rough guard, far below the real budget: 4 MiB of code-like text.
+        let line = "    let value = compute(config.timeout, &items[index]); // keep it simple\n";
+        let text = line.repeat(4 * 1024 * 1024 / line.len());
+        let start = std::time::Instant::now();
+        assert!(matches!(redact(&text), Cow::Borrowed(_)));
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    fn separators() -> impl Strategy<Value = (&'static str, &'static str)> {
+        prop::sample::select(vec![
+            (" ", " "),
+            ("\"", "\""),
+            ("`", "`"),
+            ("'", "'"),
+            ("\\n", "\\n"),
+            ("\x1b[31m", "\x1b[0m"),
+            ("\n", "\n"),
+            ("=", ","),
+            ("(", ")"),
+        ])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn generated_secrets_never_survive(
+            rule in prop::sample::select(all_rules()),
+            seed in any::<u64>(),
+            pre in "[ -~\n]{0,40}",
+            post in "[ -~\n]{0,40}",
+            (l, r) in separators(),
+        ) {
+            let secret = fake(rule, seed);
+            let text = format!("{pre}{l}{secret}{r}{post}");
+            let out = redact(&text);
+            prop_assert!(!out.contains(&secret), "{} in {:?}", rule, out);
+            // Not even a prefix survives.
+            let head = &secret[..secret.len() / 2];
+            prop_assert!(!out.contains(head), "{} prefix in {:?}", rule, out);
+            prop_assert!(scan(&out, Mode::Redact).is_empty(), "{:?}", out);
+            prop_assert_eq!(redact(&out), out.clone());
+        }
+
+        #[test]
+        fn redact_is_idempotent_on_any_text(text in "(\\PC|[A-Z2-7_-]|ghp_|AKIA|sk-ant-|eyJ|\\.){0,200}") {
+            let once = redact(&text).into_owned();
+            prop_assert_eq!(redact(&once).into_owned(), once);
+        }
+    }
+}

@@ -5,6 +5,8 @@
 //! and the lines of a hunk are walked on demand.
 
 mod parse;
+#[cfg(test)]
+mod tests;
 
 use std::ops::Range;
 
@@ -13,7 +15,9 @@ use serde::{Deserialize, Serialize};
 pub use parse::ParseError;
 
 /// Which side of the diff a line number refers to (GitHub's `side`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Side {
     /// The old file: removed and context lines.
@@ -38,8 +42,12 @@ pub enum FileStatus {
     Deleted,
     Modified,
     /// `similarity` in percent when git reported it.
-    Renamed { similarity: Option<u8> },
-    Copied { similarity: Option<u8> },
+    Renamed {
+        similarity: Option<u8>,
+    },
+    Copied {
+        similarity: Option<u8>,
+    },
 }
 
 /// One line inside a hunk.
@@ -62,6 +70,8 @@ pub struct Hunk {
     pub old_count: u32,
     pub new_start: u32,
     pub new_count: u32,
+    /// Byte range of the `@@ … @@ section` header line (without its line ending).
+    pub(crate) header: Range<usize>,
     /// Byte range of the hunk body (the lines after the `@@` header) in the diff's text.
     pub(crate) body: Range<usize>,
 }
@@ -70,8 +80,10 @@ impl Hunk {
     /// The line numbers this hunk covers on `side` (empty for a pure addition on `Left`, …).
     pub fn range(&self, side: Side) -> Range<u32> {
         match side {
-            Side::Left => self.old_start..self.old_start + self.old_count,
-            Side::Right => self.new_start..self.new_start + self.new_count,
+            // The parser rejects ranges that overflow; saturate anyway so a hand-edited
+            // `Hunk` cannot panic here.
+            Side::Left => self.old_start..self.old_start.saturating_add(self.old_count),
+            Side::Right => self.new_start..self.new_start.saturating_add(self.new_count),
         }
     }
 }
@@ -84,7 +96,10 @@ pub struct FileDiff {
     /// Path after the change (`None` for a deleted file).
     pub new_path: Option<String>,
     pub status: FileStatus,
+    /// Mode of the old side (`100644`, …) when the diff states it: `old mode`,
+    /// `deleted file mode`, or the `index` line when the mode did not change.
     pub old_mode: Option<String>,
+    /// Mode of the new side: `new mode`, `new file mode`, or the unchanged `index` mode.
     pub new_mode: Option<String>,
     /// A binary file (`Binary files … differ` or `GIT binary patch`): no hunks, no comments.
     pub binary: bool,
@@ -146,10 +161,43 @@ impl Diff {
 
     /// The file whose `path()` (or old path) is `path`.
     pub fn file(&self, path: &str) -> Option<&FileDiff> {
-        self.files
-            .iter()
-            .find(|f| f.path() == path)
-            .or_else(|| self.files.iter().find(|f| f.old_path.as_deref() == Some(path)))
+        self.files.iter().find(|f| f.path() == path).or_else(|| {
+            self.files
+                .iter()
+                .find(|f| f.old_path.as_deref() == Some(path))
+        })
+    }
+
+    /// A diff of the files `keep(index, file)` selects, in order. Its text is theirs alone
+    /// (what a lens is shown), so the dropped files' text does not leak into it.
+    pub fn subset(&self, mut keep: impl FnMut(usize, &FileDiff) -> bool) -> Diff {
+        let mut text = String::new();
+        let mut files = Vec::new();
+        for (i, f) in self.files.iter().enumerate() {
+            if !keep(i, f) {
+                continue;
+            }
+            let Some(part) = self.text.get(f.text.clone()) else { continue };
+            let base = text.len();
+            text.push_str(part);
+            // Every range of a file lies inside its text, so shifting by one offset rebases it.
+            let shift = |r: &Range<usize>| {
+                r.start.saturating_sub(f.text.start) + base..r.end.saturating_sub(f.text.start) + base
+            };
+            let mut g = f.clone();
+            g.text = base..text.len();
+            for h in &mut g.hunks {
+                h.header = shift(&h.header);
+                h.body = shift(&h.body);
+            }
+            files.push(g);
+        }
+        Diff { text, files }
+    }
+
+    /// Keeps only the files `keep` selects (see [`Diff::subset`]; the text shrinks too).
+    pub fn retain(&mut self, mut keep: impl FnMut(&FileDiff) -> bool) {
+        *self = self.subset(|_, f| keep(f));
     }
 
     /// The whole text the diff was parsed from.
@@ -159,7 +207,19 @@ impl Diff {
 
     /// The lines of one hunk of `file`, with their numbers.
     pub fn hunk_lines<'a>(&'a self, hunk: &Hunk) -> HunkLines<'a> {
-        HunkLines::new(&self.text[hunk.body.clone()], hunk.old_start, hunk.new_start)
+        // `get`: a hunk of another diff must not panic (it just yields nothing useful).
+        let body = self.text.get(hunk.body.clone()).unwrap_or_default();
+        HunkLines::new(body, hunk.old_start, hunk.new_start)
+    }
+
+    /// The hunk's `@@ -a,b +c,d @@ section` header line.
+    pub fn hunk_header(&self, hunk: &Hunk) -> &str {
+        self.text.get(hunk.header.clone()).unwrap_or_default()
+    }
+
+    /// The section text after the header's second `@@` (often the enclosing function), or "".
+    pub fn hunk_section(&self, hunk: &Hunk) -> &str {
+        parse::section(self.hunk_header(hunk))
     }
 
     /// Every line of every hunk of `file`, in order.
@@ -180,7 +240,7 @@ impl Diff {
 
     /// The unified-diff text of one file (headers and hunks), as sent to a lens.
     pub fn file_text(&self, file: &FileDiff) -> &str {
-        &self.text[file.text.clone()]
+        self.text.get(file.text.clone()).unwrap_or_default()
     }
 }
 
@@ -205,7 +265,11 @@ pub struct HunkLines<'a> {
 
 impl<'a> HunkLines<'a> {
     fn new(body: &'a str, old_start: u32, new_start: u32) -> Self {
-        Self { rest: body, old: old_start, new: new_start }
+        Self {
+            rest: body,
+            old: old_start,
+            new: new_start,
+        }
     }
 }
 
@@ -217,7 +281,8 @@ impl<'a> Iterator for HunkLines<'a> {
             if self.rest.is_empty() {
                 return None;
             }
-            let end = memchr::memchr(b'\n', self.rest.as_bytes()).map_or(self.rest.len(), |i| i + 1);
+            let end =
+                memchr::memchr(b'\n', self.rest.as_bytes()).map_or(self.rest.len(), |i| i + 1);
             let (raw, rest) = self.rest.split_at(end);
             self.rest = rest;
             let raw = raw.strip_suffix('\n').unwrap_or(raw);
@@ -234,19 +299,34 @@ impl<'a> Iterator for HunkLines<'a> {
             };
             let line = match kind {
                 LineKind::Added => {
-                    let l = DiffLine { kind, old: None, new: Some(self.new), text };
-                    self.new += 1;
+                    let l = DiffLine {
+                        kind,
+                        old: None,
+                        new: Some(self.new),
+                        text,
+                    };
+                    self.new = self.new.saturating_add(1);
                     l
                 }
                 LineKind::Removed => {
-                    let l = DiffLine { kind, old: Some(self.old), new: None, text };
-                    self.old += 1;
+                    let l = DiffLine {
+                        kind,
+                        old: Some(self.old),
+                        new: None,
+                        text,
+                    };
+                    self.old = self.old.saturating_add(1);
                     l
                 }
                 LineKind::Context => {
-                    let l = DiffLine { kind, old: Some(self.old), new: Some(self.new), text };
-                    self.old += 1;
-                    self.new += 1;
+                    let l = DiffLine {
+                        kind,
+                        old: Some(self.old),
+                        new: Some(self.new),
+                        text,
+                    };
+                    self.old = self.old.saturating_add(1);
+                    self.new = self.new.saturating_add(1);
                     l
                 }
             };

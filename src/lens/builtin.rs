@@ -1,1 +1,1209 @@
 //! The `builtin` lens: deterministic checks on added lines, no model.
+//!
+//! Only **added** lines are checked (the `RIGHT` side, new line numbers): what the PR removes
+//! or leaves untouched is not its author's doing.
+//!
+//! | check | severity | confidence | why |
+//! |---|---|---|---|
+//! | committed secret (any specific rule, private-key BEGIN line) | blocking | high | a pushed secret is leaked until rotated |
+//! | possible secret (`generic-api-key`) | advisory | medium | keyword + random-looking value; real often, but not always |
+//! | merge-conflict markers | blocking | high | the file does not build, or both sides ship |
+//! | bidi control (U+202A–U+202E, U+2066–U+2069) | blocking | high | Trojan Source: shown code differs from run code |
+//! | Unicode tag characters (U+E0000–U+E007F) | blocking | high | invisible ASCII smuggling, aimed at AI reviewers |
+//! | other invisible characters (zero-width, soft hyphen, marks, BOM not at file start) | advisory | medium | often pasted by accident; legitimate in some RTL/Indic text |
+//! | Python `breakpoint()`, `pdb`/`ipdb`/`pudb` `.set_trace()` | blocking | high | stops the program at a debugger prompt |
+//! | JavaScript `debugger` statement | blocking | high | pauses whenever dev tools are open; ESLint's recommended set rejects it |
+//! | Rust `dbg!` | advisory | high | surely leftover, but only prints to stderr |
+//! | `console.log` | advisory | medium | may be intended output |
+//!
+//! Judgement calls:
+//! - `console.log` is not reported in tests (`test/`, `tests/`, `__tests__/`, `spec/`, `e2e/`,
+//!   `*.test.*`, `*.spec.*`), scripts and command-line entry points (`scripts/`, `bin/`) or
+//!   examples (`example/`, `examples/`), where printing is the point. The other debug checks
+//!   apply everywhere: a `breakpoint()` hangs CI as surely as production.
+//! - Debug statements in comments or inside string literals (judged on the line alone) are not
+//!   reported.
+//! - `=======` counts only when the same file's added lines also hold a `<<<<<<<`, `|||||||`
+//!   or `>>>>>>>` marker, so Markdown and reStructuredText underlines are not reported.
+//! - A zero-width joiner between two emoji and tag characters inside an emoji flag sequence
+//!   are how emoji are written, not hidden text.
+//! - `generic-api-key` is not reported in lockfiles (integrity hashes and registry URLs).
+//!
+//! Findings are grouped: at most one finding per check per hunk. A contiguous run of lines
+//! (30 `console.log` lines in a row) becomes one finding spanning `start_line`..`line`; hits
+//! on separate lines of one hunk become one finding on the first line whose body lists the
+//! others. A conflict finding spans its markers. Secrets are never shown: the body quotes the
+//! line with every secret masked.
+//!
+//! Every line is pre-filtered with cheap byte checks (an ASCII test before any `char` walk,
+//! `memmem` for markers and debug keywords on the whole file first, literal keywords before
+//! the secret regexes), so the lens stays fast on multi-megabyte diffs.
+
+use memchr::memmem;
+
+use crate::diff::{Diff, DiffLine, LineKind, Side};
+use crate::redact;
+use crate::review::finding::{LensResponse, RawFinding};
+use crate::review::{Confidence, Severity};
+
+/// Runs every check on the added lines of `diff`.
+pub fn review(diff: &Diff) -> LensResponse {
+    let mut findings = Vec::new();
+    for file in diff.files() {
+        if file.binary || file.new_path.is_none() || file.hunks.is_empty() {
+            continue;
+        }
+        let hunks = file.hunks.iter().map(|h| diff.hunk_lines(h));
+        review_file(file.path(), diff.file_text(file), hunks, &mut findings);
+    }
+    LensResponse {
+        findings,
+        summary: None,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Check {
+    Secret(&'static str),
+    Conflict,
+    Bidi,
+    Tags,
+    Invisible,
+    Breakpoint,
+    SetTrace(&'static str),
+    Debugger,
+    Dbg,
+    ConsoleLog,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lang {
+    Rust,
+    Js,
+    Python,
+    Other,
+}
+
+/// One check that fired on one added line.
+#[derive(Debug)]
+struct Hit {
+    check: Check,
+    hunk: usize,
+    line: u32,
+    /// Secrets: the line with every secret masked. Conflicts: the marker.
+    note: String,
+    /// Unicode checks: the offending code points, in order of appearance.
+    chars: Vec<char>,
+}
+
+/// What the whole file's text (all sides) may contain: checks it cannot trigger are skipped.
+struct FileCtx {
+    lang: Lang,
+    conflicts: bool,
+    unicode: bool,
+    dbg: bool,
+    console: bool,
+    debugger: bool,
+    python_debug: bool,
+    lockfile: bool,
+}
+
+impl FileCtx {
+    fn new(path: &str, text: &str) -> Self {
+        let lang = lang_of(path);
+        let has = |needle: &str| memmem::find(text.as_bytes(), needle.as_bytes()).is_some();
+        FileCtx {
+            lang,
+            conflicts: has("<<<<<<<") || has(">>>>>>>") || has("|||||||"),
+            unicode: !text.is_ascii(),
+            dbg: lang == Lang::Rust && has("dbg!"),
+            console: lang == Lang::Js && !printing_allowed(path) && has("console.log"),
+            debugger: lang == Lang::Js && has("debugger"),
+            python_debug: lang == Lang::Python && (has("breakpoint(") || has("set_trace(")),
+            lockfile: is_lockfile(path),
+        }
+    }
+}
+
+fn review_file<'a, H, L>(path: &str, file_text: &str, hunks: H, out: &mut Vec<RawFinding>)
+where
+    H: IntoIterator<Item = L>,
+    L: IntoIterator<Item = DiffLine<'a>>,
+{
+    let ctx = FileCtx::new(path, file_text);
+    let mut hits = Vec::new();
+    for (hunk, lines) in hunks.into_iter().enumerate() {
+        for line in lines {
+            if line.kind != LineKind::Added {
+                continue;
+            }
+            if let Some(n) = line.new {
+                scan_line(&ctx, hunk, n, line.text, &mut hits);
+            }
+        }
+    }
+    // `=======` alone is a Markdown/RST underline unless real markers surround it.
+    if !hits
+        .iter()
+        .any(|h| h.check == Check::Conflict && h.note != "=======")
+    {
+        hits.retain(|h| h.check != Check::Conflict);
+    }
+    out.extend(group(path, hits));
+}
+
+fn scan_line(ctx: &FileCtx, hunk: usize, line: u32, text: &str, hits: &mut Vec<Hit>) {
+    let mut hit = |check, note: String, chars: Vec<char>| {
+        hits.push(Hit {
+            check,
+            hunk,
+            line,
+            note,
+            chars,
+        })
+    };
+
+    let secrets: Vec<_> = redact::find_secrets(text)
+        .into_iter()
+        .filter(|m| !(ctx.lockfile && m.rule == redact::GENERIC))
+        .collect();
+    if !secrets.is_empty() {
+        let masked = masked_line(text, &secrets);
+        let mut seen = Vec::new();
+        for m in &secrets {
+            if !seen.contains(&m.rule) {
+                seen.push(m.rule);
+                hit(Check::Secret(m.rule), masked.clone(), Vec::new());
+            }
+        }
+    }
+
+    if ctx.conflicts
+        && let Some(marker) = conflict_marker(text)
+    {
+        hit(Check::Conflict, marker.to_owned(), Vec::new());
+    }
+
+    if ctx.unicode && !text.is_ascii() {
+        let (bidi, tags, invisible) = unicode_hits(text, line == 1);
+        for (check, chars) in [
+            (Check::Bidi, bidi),
+            (Check::Tags, tags),
+            (Check::Invisible, invisible),
+        ] {
+            if !chars.is_empty() {
+                hit(check, String::new(), chars);
+            }
+        }
+    }
+
+    let b = text.as_bytes();
+    if ctx.dbg
+        && find_call(text, "dbg!(", ctx.lang, |i| {
+            !b.get(i.wrapping_sub(1)).is_some_and(|&c| is_ident(c))
+        })
+    {
+        hit(Check::Dbg, String::new(), Vec::new());
+    }
+    if ctx.console
+        && find_call(text, "console.log", ctx.lang, |i| {
+            let prev_ok = !b.get(i.wrapping_sub(1)).is_some_and(|&c| is_ident(c));
+            let after = text[i + "console.log".len()..].trim_start();
+            prev_ok && after.starts_with('(')
+        })
+    {
+        hit(Check::ConsoleLog, String::new(), Vec::new());
+    }
+    if ctx.debugger
+        && find_call(text, "debugger", ctx.lang, |i| {
+            let prev_ok = !b
+                .get(i.wrapping_sub(1))
+                .is_some_and(|&c| is_ident(c) || c == b'.');
+            // Not `debugger:` (a key or label), `debugger(`, `debugger.x` or `debugger = …`.
+            let next_ok = !b
+                .get(i + "debugger".len())
+                .is_some_and(|&c| is_ident(c) || matches!(c, b':' | b'(' | b'.' | b'='));
+            prev_ok && next_ok
+        })
+    {
+        hit(Check::Debugger, String::new(), Vec::new());
+    }
+    if ctx.python_debug {
+        let free = |i: usize| {
+            !b.get(i.wrapping_sub(1))
+                .is_some_and(|&c| is_ident(c) || c == b'.')
+        };
+        if find_call(text, "breakpoint(", ctx.lang, |i| {
+            free(i) && !text[..i].trim_end().ends_with("def")
+        }) {
+            hit(Check::Breakpoint, String::new(), Vec::new());
+        }
+        for module in ["pdb", "ipdb", "pudb"] {
+            let needle = format!("{module}.set_trace(");
+            if memmem::find(b, needle.as_bytes()).is_some()
+                && find_call(text, &needle, ctx.lang, free)
+            {
+                hit(Check::SetTrace(module), String::new(), Vec::new());
+            }
+        }
+    }
+}
+
+/// Whether `needle` occurs in live code (not a comment, not a string) where `accept` agrees.
+fn find_call(text: &str, needle: &str, lang: Lang, accept: impl Fn(usize) -> bool) -> bool {
+    memmem::find_iter(text.as_bytes(), needle.as_bytes())
+        .any(|i| accept(i) && in_code(text, i, lang))
+}
+
+fn is_ident(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$'
+}
+
+/// Whether byte `pos` of a single source line is code rather than comment or string literal.
+/// A line judged alone cannot see block comments or strings opened on earlier lines.
+fn in_code(line: &str, pos: usize, lang: Lang) -> bool {
+    let trimmed = line.trim_start();
+    let comment_line = match lang {
+        Lang::Python => trimmed.starts_with('#'),
+        _ => trimmed.starts_with("//") || trimmed.starts_with("/*") || trimmed.starts_with('*'),
+    };
+    if comment_line {
+        return false;
+    }
+    let b = line.as_bytes();
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while i < pos {
+        let c = b[i];
+        if let Some(q) = quote {
+            if c == b'\\' {
+                i += 2;
+                continue;
+            }
+            if c == q {
+                quote = None;
+            }
+            i += 1;
+            continue;
+        }
+        match c {
+            b'#' if lang == Lang::Python => return false,
+            b'/' if lang != Lang::Python && b.get(i + 1) == Some(&b'/') => return false,
+            b'/' if lang != Lang::Python && b.get(i + 1) == Some(&b'*') => {
+                match memmem::find(&b[i + 2..], b"*/") {
+                    Some(close) if i + 2 + close + 2 <= pos => i += 2 + close + 2,
+                    _ => return false,
+                }
+                continue;
+            }
+            b'"' => quote = Some(c),
+            b'`' if lang == Lang::Js => quote = Some(c),
+            b'\'' if lang == Lang::Rust => {
+                // A char literal (`'"'`, `'\''`), not a lifetime.
+                if b.get(i + 2) == Some(&b'\'') {
+                    i += 3;
+                    continue;
+                }
+                if b.get(i + 1) == Some(&b'\\') && b.get(i + 3) == Some(&b'\'') {
+                    i += 4;
+                    continue;
+                }
+            }
+            b'\'' => quote = Some(c),
+            _ => {}
+        }
+        i += 1;
+    }
+    quote.is_none()
+}
+
+/// The merge-conflict marker a line is, if any (`git` writes seven characters at column 0).
+fn conflict_marker(text: &str) -> Option<&'static str> {
+    let b = text.as_bytes();
+    let marker = |m: &'static str| {
+        (b.starts_with(m.as_bytes()) && matches!(b.get(7), None | Some(b' ') | Some(b'\t')))
+            .then_some(m)
+    };
+    marker("<<<<<<<")
+        .or_else(|| marker(">>>>>>>"))
+        .or_else(|| marker("|||||||"))
+        .or_else(|| (text.trim_end() == "=======").then_some("======="))
+}
+
+fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+fn is_tag(c: char) -> bool {
+    matches!(c, '\u{E0000}'..='\u{E007F}')
+}
+
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{200B}'..='\u{200F}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{FEFF}'
+            | '\u{00AD}'
+            | '\u{180E}'
+            | '\u{061C}'
+    )
+}
+
+fn is_emoji(c: Option<char>) -> bool {
+    c.is_some_and(|c| matches!(c, '\u{1F000}'..='\u{1FAFF}' | '\u{2600}'..='\u{27BF}' | '\u{FE0F}'))
+}
+
+/// The bidi controls, tag characters and other invisible characters of one line.
+fn unicode_hits(text: &str, first_line: bool) -> (Vec<char>, Vec<char>, Vec<char>) {
+    let (mut bidi, mut tags, mut invisible) = (Vec::new(), Vec::new(), Vec::new());
+    let mut prev: Option<char> = None;
+    let mut in_flag = false;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, c)| c);
+        if is_bidi(c) {
+            bidi.push(c);
+        } else if is_tag(c) {
+            // Subdivision flags: U+1F3F4, tag letters, U+E007F CANCEL TAG.
+            if !in_flag {
+                tags.push(c);
+            }
+        } else if is_invisible(c) {
+            let bom_at_start = c == '\u{FEFF}' && first_line && i == 0;
+            let emoji_joiner = c == '\u{200D}' && is_emoji(prev) && is_emoji(next);
+            if !bom_at_start && !emoji_joiner {
+                invisible.push(c);
+            }
+        }
+        if c == '\u{1F3F4}' {
+            in_flag = true;
+        } else if !is_tag(c) || c == '\u{E007F}' {
+            in_flag = false;
+        }
+        prev = Some(c);
+    }
+    (bidi, tags, invisible)
+}
+
+fn code_point_name(c: char) -> String {
+    let name = match c {
+        '\u{202A}' => "LEFT-TO-RIGHT EMBEDDING",
+        '\u{202B}' => "RIGHT-TO-LEFT EMBEDDING",
+        '\u{202C}' => "POP DIRECTIONAL FORMATTING",
+        '\u{202D}' => "LEFT-TO-RIGHT OVERRIDE",
+        '\u{202E}' => "RIGHT-TO-LEFT OVERRIDE",
+        '\u{2066}' => "LEFT-TO-RIGHT ISOLATE",
+        '\u{2067}' => "RIGHT-TO-LEFT ISOLATE",
+        '\u{2068}' => "FIRST STRONG ISOLATE",
+        '\u{2069}' => "POP DIRECTIONAL ISOLATE",
+        '\u{200B}' => "ZERO WIDTH SPACE",
+        '\u{200C}' => "ZERO WIDTH NON-JOINER",
+        '\u{200D}' => "ZERO WIDTH JOINER",
+        '\u{200E}' => "LEFT-TO-RIGHT MARK",
+        '\u{200F}' => "RIGHT-TO-LEFT MARK",
+        '\u{2060}' => "WORD JOINER",
+        '\u{2061}' => "FUNCTION APPLICATION",
+        '\u{2062}' => "INVISIBLE TIMES",
+        '\u{2063}' => "INVISIBLE SEPARATOR",
+        '\u{2064}' => "INVISIBLE PLUS",
+        '\u{FEFF}' => "ZERO WIDTH NO-BREAK SPACE (byte order mark)",
+        '\u{00AD}' => "SOFT HYPHEN",
+        '\u{180E}' => "MONGOLIAN VOWEL SEPARATOR",
+        '\u{061C}' => "ARABIC LETTER MARK",
+        _ => "",
+    };
+    if name.is_empty() {
+        format!("U+{:04X}", u32::from(c))
+    } else {
+        format!("U+{:04X} {name}", u32::from(c))
+    }
+}
+
+fn lang_of(path: &str) -> Lang {
+    let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
+    match ext {
+        "rs" => Lang::Rust,
+        "js" | "jsx" | "ts" | "tsx" | "mjs" | "cjs" | "mts" | "cts" | "vue" | "svelte" => Lang::Js,
+        "py" | "pyw" => Lang::Python,
+        _ => Lang::Other,
+    }
+}
+
+/// Paths where printing to the console is the point, not a leftover.
+fn printing_allowed(path: &str) -> bool {
+    let mut parts = path.split('/');
+    let file = parts.next_back().unwrap_or_default();
+    let dir_hit = path.split('/').rev().skip(1).any(|d| {
+        matches!(
+            d,
+            "test"
+                | "tests"
+                | "__tests__"
+                | "spec"
+                | "e2e"
+                | "scripts"
+                | "bin"
+                | "example"
+                | "examples"
+        )
+    });
+    dir_hit || file.contains(".test.") || file.contains(".spec.")
+}
+
+fn is_lockfile(path: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    file.ends_with(".lock")
+        || matches!(
+            file,
+            "package-lock.json" | "npm-shrinkwrap.json" | "pnpm-lock.yaml" | "go.sum"
+        )
+}
+
+/// The line with every secret masked, control and invisible characters dropped, shortened.
+fn masked_line(text: &str, secrets: &[redact::SecretMatch]) -> String {
+    let mut masked = String::with_capacity(text.len());
+    let mut at = 0;
+    for m in secrets {
+        masked.push_str(&text[at..m.range.start]);
+        masked.push_str("[REDACTED ");
+        masked.push_str(m.rule);
+        masked.push(']');
+        at = m.range.end;
+    }
+    masked.push_str(&text[at..]);
+    // Whatever `find_secrets` judged too weak to report is still masked here.
+    let masked = redact::redact(&masked);
+    let clean: String = masked
+        .trim()
+        .chars()
+        .filter(|&c| !c.is_control() && !is_bidi(c) && !is_tag(c) && !is_invisible(c))
+        .collect();
+    const MAX: usize = 160;
+    match clean.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{} …", &clean[..cut]),
+        None => clean,
+    }
+}
+
+/// `text` as a Markdown code span, whatever backticks it holds.
+fn code_span(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{text}{pad}{fence}")
+}
+
+fn grade(check: Check) -> (Severity, Confidence) {
+    match check {
+        Check::Secret(rule) if rule == redact::GENERIC => (Severity::Advisory, Confidence::Medium),
+        Check::Secret(_)
+        | Check::Conflict
+        | Check::Bidi
+        | Check::Tags
+        | Check::Breakpoint
+        | Check::SetTrace(_)
+        | Check::Debugger => (Severity::Blocking, Confidence::High),
+        Check::Invisible => (Severity::Advisory, Confidence::Medium),
+        Check::Dbg => (Severity::Advisory, Confidence::High),
+        Check::ConsoleLog => (Severity::Advisory, Confidence::Medium),
+    }
+}
+
+/// Groups hits into findings: one per check per hunk (see the module documentation).
+fn group(path: &str, hits: Vec<Hit>) -> Vec<RawFinding> {
+    let mut groups: Vec<(Check, usize, Vec<Hit>)> = Vec::new();
+    for h in hits {
+        match groups
+            .iter_mut()
+            .find(|(c, k, _)| *c == h.check && *k == h.hunk)
+        {
+            Some((_, _, members)) => members.push(h),
+            None => groups.push((h.check, h.hunk, vec![h])),
+        }
+    }
+    groups.sort_by_key(|(check, hunk, members)| (*hunk, members[0].line, *check));
+    groups
+        .into_iter()
+        .map(|(check, _, members)| finding(path, check, &members))
+        .collect()
+}
+
+fn finding(path: &str, check: Check, members: &[Hit]) -> RawFinding {
+    let mut lines: Vec<u32> = members.iter().map(|h| h.line).collect();
+    lines.dedup();
+    let first = lines[0];
+    let last = lines[lines.len() - 1];
+    let contiguous = usize::try_from(last - first).is_ok_and(|d| d + 1 == lines.len());
+    let span = check == Check::Conflict || contiguous;
+    let (line, start_line) = if span && last > first {
+        (last, Some(first))
+    } else {
+        (first, None)
+    };
+    let (severity, confidence) = grade(check);
+    let at = Where::new(&lines, span);
+    let (title, body) = describe(check, members, &at);
+    RawFinding {
+        path: path.to_owned(),
+        line,
+        start_line,
+        side: Side::Right,
+        severity,
+        confidence,
+        title,
+        body,
+    }
+}
+
+/// How a finding names its lines: "Line 4 adds", "Lines 4 to 9 add", "Lines 4, 7 and 9 add".
+struct Where {
+    text: String,
+    plural: bool,
+}
+
+impl Where {
+    fn new(lines: &[u32], span: bool) -> Self {
+        let text = match lines {
+            [one] => format!("Line {one}"),
+            [first, .., last] if span => format!("Lines {first} to {last}"),
+            [init @ .., last] => {
+                let init: Vec<String> = init.iter().map(u32::to_string).collect();
+                format!("Lines {} and {last}", init.join(", "))
+            }
+            [] => String::from("A line"),
+        };
+        Where {
+            text,
+            plural: lines.len() > 1,
+        }
+    }
+
+    /// "Line 4 adds" / "Lines 4 to 9 add".
+    fn says(&self, verb: &str) -> String {
+        if self.plural {
+            format!("{} {verb}", self.text)
+        } else {
+            format!("{} {verb}s", self.text)
+        }
+    }
+}
+
+fn distinct_chars(members: &[Hit]) -> Vec<char> {
+    let mut out = Vec::new();
+    for c in members.iter().flat_map(|h| &h.chars) {
+        if !out.contains(c) {
+            out.push(*c);
+        }
+    }
+    out
+}
+
+fn list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+fn describe(check: Check, members: &[Hit], at: &Where) -> (String, String) {
+    match check {
+        Check::Secret(rule) if rule == redact::GENERIC => (
+            format!("Possible committed secret ({rule})"),
+            format!(
+                "{} what looks like a hard-coded credential: a key, token or password name \
+                 assigned a random-looking value (rule `{rule}`). The value is masked here: {}. If \
+                 it is real, treat it as leaked and revoke or rotate it now; deleting it from the \
+                 branch is not enough once it has been pushed, because it stays in the Git history \
+                 and in every clone. Then load it at runtime from the environment or a secret \
+                 store. If it is a test value, make that obvious in its name or value.",
+                at.says("assign"),
+                code_span(&members[0].note),
+            ),
+        ),
+        Check::Secret(rule) => {
+            let name = redact::rule_name(rule).unwrap_or("secret");
+            let article = if name.starts_with(['A', 'E', 'I', 'O', 'U']) || name.starts_with("npm")
+            {
+                "an"
+            } else {
+                "a"
+            };
+            let key_note = if rule == "private-key" {
+                " Replace the key pair and remove the public key wherever it is trusted."
+            } else {
+                ""
+            };
+            (
+                format!("Committed secret: {name} ({rule})"),
+                format!(
+                    "{} what looks like {article} {name} (rule `{rule}`). The value is masked \
+                     here: {}. Treat it as leaked: revoke or rotate it now.{key_note} Deleting it \
+                     from the branch is not enough once it has been pushed, because it stays in \
+                     the Git history and in every clone and fork. Then load it at runtime from the \
+                     environment or a secret store instead of committing it.",
+                    at.says("add"),
+                    code_span(&members[0].note),
+                ),
+            )
+        }
+        Check::Conflict => {
+            let mut markers: Vec<String> = Vec::new();
+            for h in members {
+                let m = code_span(&h.note);
+                if !markers.contains(&m) {
+                    markers.push(m);
+                }
+            }
+            (
+                "Unresolved merge-conflict markers".to_owned(),
+                format!(
+                    "{} merge-conflict markers ({}): a merge or rebase was committed unresolved. \
+                     The file will not build or parse, or both sides of the conflict will ship. \
+                     Resolve the conflict, keep the intended lines and delete the markers.",
+                    at.says("hold"),
+                    list(&markers),
+                ),
+            )
+        }
+        Check::Bidi => {
+            let names: Vec<String> = distinct_chars(members)
+                .into_iter()
+                .map(code_point_name)
+                .collect();
+            (
+                "Bidirectional control character (Trojan Source)".to_owned(),
+                format!(
+                    "{} {}. Bidirectional control characters make text display in a different \
+                     order from the one the compiler or interpreter reads (the Trojan Source \
+                     attack, CVE-2021-42574), so reviewers can be shown code that is not what \
+                     runs. Delete {it}; if right-to-left text is really needed inside a string, \
+                     write it with escape sequences so it stays visible.",
+                    at.says("contain"),
+                    list(&names),
+                    it = if names.len() == 1 { "it" } else { "them" },
+                ),
+            )
+        }
+        Check::Tags => {
+            let count = members.iter().map(|h| h.chars.len()).sum::<usize>();
+            (
+                "Hidden Unicode tag characters".to_owned(),
+                format!(
+                    "{} {count} Unicode tag character{} (U+E0000 to U+E007F). Tag characters \
+                     render as nothing but map one-to-one onto ASCII, so they can smuggle hidden \
+                     text past reviewers, including instructions aimed at AI assistants and review \
+                     bots. Delete {it}.",
+                    at.says("contain"),
+                    if count == 1 { "" } else { "s" },
+                    it = if count == 1 { "it" } else { "them" },
+                ),
+            )
+        }
+        Check::Invisible => {
+            let names: Vec<String> = distinct_chars(members)
+                .into_iter()
+                .map(code_point_name)
+                .collect();
+            (
+                "Invisible Unicode character".to_owned(),
+                format!(
+                    "{} {}. Invisible characters render as nothing, so identifiers or strings that \
+                     look the same can differ, and comparisons, lookups or parsing fail in ways a \
+                     reviewer cannot see. Delete {it}, or write {it} as an escape sequence if \
+                     intended.",
+                    at.says("contain"),
+                    list(&names),
+                    it = if names.len() == 1 { "it" } else { "them" },
+                ),
+            )
+        }
+        Check::Breakpoint => (
+            "Leftover breakpoint() call".to_owned(),
+            format!(
+                "{} `breakpoint()`, which stops the program at an interactive debugger prompt \
+                 (unless `PYTHONBREAKPOINT=0` is set): a server, worker or CI job hangs there \
+                 waiting for input. Remove it before merging.",
+                at.says("call"),
+            ),
+        ),
+        Check::SetTrace(module) => (
+            format!("Leftover {module}.set_trace() call"),
+            format!(
+                "{} `{module}.set_trace()`, which stops the program at an interactive debugger \
+                 prompt: a server, worker or CI job hangs there waiting for input. Remove it \
+                 before merging.",
+                at.says("call"),
+            ),
+        ),
+        Check::Debugger => (
+            "Leftover debugger statement".to_owned(),
+            format!(
+                "{} a `debugger` statement. It pauses execution whenever developer tools are open \
+                 or a debugger is attached (Node's `--inspect`), and lint rules such as ESLint's \
+                 `no-debugger` reject it. Remove it before merging.",
+                at.says("add"),
+            ),
+        ),
+        Check::Dbg => (
+            "Leftover dbg! macro".to_owned(),
+            format!(
+                "{} `dbg!`, which prints to stderr in every build, release included. It is a \
+                 debugging aid, not logging: remove it, or use the project's logging if the output \
+                 is wanted.",
+                at.says("call"),
+            ),
+        ),
+        Check::ConsoleLog => (
+            "Leftover console.log call".to_owned(),
+            format!(
+                "{} `console.log`. Leftover debug output clutters the console and can leak data \
+                 into browser consoles and server logs. Remove it, or use the project's logger if \
+                 the output is wanted.",
+                at.says("call"),
+            ),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::redact::tests::{ALNUM, all_rules, fake, rand};
+
+    fn review_patch(patch: &str) -> LensResponse {
+        let diff =
+            Diff::parse(patch).unwrap_or_else(|e| panic!("test diff does not parse: {e}\n{patch}"));
+        review(&diff)
+    }
+
+    /// A diff adding the file `path` with `lines`.
+    fn added(path: &str, lines: &[&str]) -> String {
+        let mut out = format!(
+            "diff --git a/{path} b/{path}\nnew file mode 100644\nindex 0000000..1111111\n--- /dev/null\n\
+             +++ b/{path}\n@@ -0,0 +1,{} @@\n",
+            lines.len()
+        );
+        for l in lines {
+            out.push('+');
+            out.push_str(l);
+            out.push('\n');
+        }
+        out
+    }
+
+    fn titles(r: &LensResponse) -> Vec<(String, u32, String)> {
+        r.findings
+            .iter()
+            .map(|f| (f.path.clone(), f.line, f.title.clone()))
+            .collect()
+    }
+
+    fn only(r: &LensResponse) -> &RawFinding {
+        assert_eq!(r.findings.len(), 1, "{:#?}", r.findings);
+        &r.findings[0]
+    }
+
+    #[test]
+    fn demo_patch() {
+        let r = review_patch(include_str!("../../examples/demo.patch"));
+        let expected = [
+            ("app/worker.py", 38, "Leftover breakpoint() call"),
+            (
+                "config/production.toml",
+                14,
+                "Unresolved merge-conflict markers",
+            ),
+            (
+                "config/production.toml",
+                23,
+                "Committed secret: AWS access key ID (aws-access-token)",
+            ),
+            ("src/orders.rs", 34, "Leftover dbg! macro"),
+            (
+                "src/orders.rs",
+                59,
+                "Bidirectional control character (Trojan Source)",
+            ),
+            ("web/src/cart.js", 13, "Leftover console.log call"),
+        ];
+        let expected: Vec<_> = expected
+            .iter()
+            .map(|(p, l, t)| (p.to_string(), *l, t.to_string()))
+            .collect();
+        assert_eq!(titles(&r), expected);
+        let conflict = &r.findings[1];
+        assert_eq!(conflict.start_line, Some(9));
+        assert!(r.findings[4].body.contains("U+202E RIGHT-TO-LEFT OVERRIDE"));
+        let json = serde_json::to_string(&r).unwrap_or_default();
+        assert!(!json.contains("FAKEDEMO7KEY2ABC"), "{json}");
+        assert!(json.contains("[REDACTED aws-access-token]"));
+    }
+
+    #[test]
+    fn every_secret_rule_is_reported_masked() {
+        for rule in all_rules() {
+            for seed in 0..3 {
+                let secret = fake(rule, seed);
+                let line = match rule {
+                    // One diff line holds the BEGIN line only.
+                    "private-key" => secret.lines().next().unwrap_or_default().to_owned(),
+                    _ => format!("TOKEN=\"{secret}\""),
+                };
+                let r = review_patch(&added("deploy/app.env", &[&line]));
+                let f = only(&r);
+                assert_eq!(f.line, 1);
+                assert_eq!(
+                    (f.severity, f.confidence),
+                    (Severity::Blocking, Confidence::High)
+                );
+                assert!(
+                    f.title.starts_with("Committed secret: ")
+                        && f.title.ends_with(&format!("({rule})"))
+                );
+                assert!(f.body.contains(&format!("[REDACTED {rule}]")), "{}", f.body);
+                let json = serde_json::to_string(&r).unwrap_or_default();
+                if rule != "private-key" {
+                    assert!(!json.contains(&secret[..secret.len() / 2]), "{json}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn private_key_block_is_one_finding_and_never_shown() {
+        let key = fake("private-key", 8);
+        let lines: Vec<&str> = key.lines().collect();
+        let r = review_patch(&added("certs/server.key", &lines));
+        let f = only(&r);
+        assert_eq!(
+            (f.line, f.title.as_str()),
+            (1, "Committed secret: private key (private-key)")
+        );
+        let json = serde_json::to_string(&r).unwrap_or_default();
+        for body in &lines[1..lines.len() - 1] {
+            assert!(!json.contains(body));
+        }
+    }
+
+    #[test]
+    fn example_aws_key_and_placeholders_are_not_reported() {
+        let r = review_patch(&added(
+            "docs/setup.md",
+            &[
+                "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
+                "GITHUB_TOKEN=${GITHUB_TOKEN}",
+                "api_key: \"{{ secrets.API_KEY }}\"",
+                "password = changeme",
+            ],
+        ));
+        assert_eq!(r.findings, vec![]);
+    }
+
+    #[test]
+    fn generic_secret_is_advisory_and_skipped_in_lockfiles() {
+        let value = format!("{}9z", rand(ALNUM, 24, 5));
+        let line = format!("DB_PASSWORD = \"{value}\"");
+        let r = review_patch(&added("settings.py", &[&line]));
+        let f = only(&r);
+        assert_eq!(f.title, "Possible committed secret (generic-api-key)");
+        assert_eq!(
+            (f.severity, f.confidence),
+            (Severity::Advisory, Confidence::Medium)
+        );
+        assert!(
+            !serde_json::to_string(&r)
+                .unwrap_or_default()
+                .contains(&value)
+        );
+        assert_eq!(
+            review_patch(&added("Cargo.lock", &[&line])).findings,
+            vec![]
+        );
+    }
+
+    #[test]
+    fn removed_and_context_lines_are_not_reported() {
+        let secret = fake("github-pat", 3);
+        let patch = format!(
+            "diff --git a/app.js b/app.js\nindex 1111111..2222222 100644\n--- a/app.js\n+++ b/app.js\n\
+             @@ -1,5 +1,4 @@\n const token = \"{secret}\";\n-console.log(token);\n-debugger;\n \
+             dbg!(x);\n+const ok = 1;\n <<<<<<< HEAD\n"
+        );
+        assert_eq!(review_patch(&patch).findings, vec![]);
+    }
+
+    #[test]
+    fn conflict_markers() {
+        let r = review_patch(&added(
+            "src/lib.rs",
+            &[
+                "fn a() {}",
+                "<<<<<<< HEAD",
+                "let x = 1;",
+                "||||||| base",
+                "let x = 0;",
+                "=======",
+                "let x = 2;",
+                ">>>>>>> topic",
+                "",
+            ],
+        ));
+        let f = only(&r);
+        assert_eq!((f.start_line, f.line), (Some(2), 8));
+        assert_eq!(f.title, "Unresolved merge-conflict markers");
+        assert!(
+            f.body
+                .contains("`<<<<<<<`, `|||||||`, `=======` and `>>>>>>>`"),
+            "{}",
+            f.body
+        );
+        // A Markdown or RST underline alone is not a marker.
+        let md = review_patch(&added(
+            "README.md",
+            &["Title", "=======", "", "text <<<<<<< inline"],
+        ));
+        assert_eq!(md.findings, vec![]);
+    }
+
+    #[test]
+    fn bidi_tags_and_invisible_characters() {
+        let r = review_patch(&added(
+            "src/auth.rs",
+            &[
+                "\u{FEFF}// the BOM at file start is fine",
+                "let admin = false; // \u{202E} \u{2066}check\u{2069}",
+                "let name = \"a\u{200B}b\";",
+                "// family: \u{1F468}\u{200D}\u{1F469}\u{200D}\u{1F467} and flag \u{1F3F4}\u{E0067}\u{E0062}\u{E0065}\u{E006E}\u{E0067}\u{E007F}",
+                "let note = \"\u{E0069}\u{E0067}\u{E006E}\";",
+                "let soft = \"co\u{00AD}op\";",
+            ],
+        ));
+        let got: Vec<_> = r
+            .findings
+            .iter()
+            .map(|f| {
+                (
+                    f.line,
+                    f.start_line,
+                    f.title.as_str(),
+                    f.severity,
+                    f.confidence,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    2,
+                    None,
+                    "Bidirectional control character (Trojan Source)",
+                    Severity::Blocking,
+                    Confidence::High
+                ),
+                (
+                    3,
+                    None,
+                    "Invisible Unicode character",
+                    Severity::Advisory,
+                    Confidence::Medium
+                ),
+                (
+                    5,
+                    None,
+                    "Hidden Unicode tag characters",
+                    Severity::Blocking,
+                    Confidence::High
+                ),
+            ]
+        );
+        assert!(r.findings[0].body.contains(
+            "U+202E RIGHT-TO-LEFT OVERRIDE, U+2066 LEFT-TO-RIGHT ISOLATE and U+2069 POP DIRECTIONAL ISOLATE"
+        ));
+        // Lines 3 and 6 are one finding on line 3 that names both characters and both lines.
+        assert!(
+            r.findings[1].body.starts_with(
+                "Lines 3 and 6 contain U+200B ZERO WIDTH SPACE and U+00AD SOFT HYPHEN."
+            )
+        );
+        assert!(r.findings[2].body.contains("3 Unicode tag characters"));
+        // A BOM that is not at the start of the file is reported.
+        let bom = review_patch(&added("a.txt", &["x", "\u{FEFF}y"]));
+        assert_eq!(only(&bom).line, 2);
+    }
+
+    #[test]
+    fn rust_dbg() {
+        let r = review_patch(&added(
+            "src/main.rs",
+            &[
+                "let a = dbg!(compute());",
+                "// dbg!(a);",
+                "let s = \"dbg!(\";",
+                "let c = '\"'; dbg!(c);",
+                "my_dbg!(x);",
+            ],
+        ));
+        let got: Vec<_> = r
+            .findings
+            .iter()
+            .map(|f| (f.line, f.title.as_str(), f.severity, f.confidence))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(
+                1,
+                "Leftover dbg! macro",
+                Severity::Advisory,
+                Confidence::High
+            )]
+        );
+        assert!(
+            r.findings[0].body.starts_with("Lines 1 and 4 call `dbg!`"),
+            "{}",
+            r.findings[0].body
+        );
+        assert_eq!(
+            review_patch(&added("notes.py", &["dbg!(x)"])).findings,
+            vec![]
+        );
+    }
+
+    #[test]
+    fn console_log_runs_collapse() {
+        let mut lines = vec!["function f(x) {"];
+        lines.extend(std::iter::repeat_n("  console.log(x);", 30));
+        lines.push("}");
+        let r = review_patch(&added("web/app.ts", &lines));
+        let f = only(&r);
+        assert_eq!((f.start_line, f.line), (Some(2), 31));
+        assert_eq!(
+            (f.severity, f.confidence),
+            (Severity::Advisory, Confidence::Medium)
+        );
+        assert!(f.body.starts_with("Lines 2 to 31 call `console.log`"));
+
+        let r = review_patch(&added(
+            "web/app.js",
+            &[
+                "console.log(1);",
+                "// console.log(2);",
+                "const s = 'console.log(3)';",
+                "myconsole.log(4);",
+                " * console.log(5)",
+                "console.log (6);",
+            ],
+        ));
+        let f = only(&r);
+        assert_eq!((f.start_line, f.line), (None, 1));
+        assert!(f.body.starts_with("Lines 1 and 6 call"), "{}", f.body);
+
+        for path in [
+            "web/tests/app.js",
+            "scripts/build.mjs",
+            "src/app.test.ts",
+            "lib/app.py",
+        ] {
+            assert_eq!(
+                review_patch(&added(path, &["console.log(1);"])).findings,
+                vec![],
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn js_debugger() {
+        let r = review_patch(&added(
+            "src/view.vue",
+            &[
+                "  debugger;",
+                "  if (x) { debugger }",
+                "const o = { debugger: true };",
+                "// debugger;",
+                "debugger.attach();",
+            ],
+        ));
+        let f = only(&r);
+        assert_eq!(
+            (f.start_line, f.line, f.title.as_str()),
+            (Some(1), 2, "Leftover debugger statement")
+        );
+        assert_eq!(
+            (f.severity, f.confidence),
+            (Severity::Blocking, Confidence::High)
+        );
+    }
+
+    #[test]
+    fn python_breakpoints() {
+        let r = review_patch(&added(
+            "app/jobs.py",
+            &[
+                "    breakpoint()",
+                "def breakpoint(self):",
+                "    self.breakpoint()",
+                "    # breakpoint()",
+                "import pdb; pdb.set_trace()",
+                "",
+                "    ipdb.set_trace()",
+                "    print(\"pdb.set_trace()\")",
+            ],
+        ));
+        assert_eq!(
+            titles(&r),
+            vec![
+                (
+                    "app/jobs.py".to_owned(),
+                    1,
+                    "Leftover breakpoint() call".to_owned()
+                ),
+                (
+                    "app/jobs.py".to_owned(),
+                    5,
+                    "Leftover pdb.set_trace() call".to_owned()
+                ),
+                (
+                    "app/jobs.py".to_owned(),
+                    7,
+                    "Leftover ipdb.set_trace() call".to_owned()
+                ),
+            ]
+        );
+        assert_eq!(
+            review_patch(&added("a.rs", &["breakpoint();"])).findings,
+            vec![]
+        );
+    }
+
+    #[test]
+    fn findings_use_new_line_numbers_in_later_hunks() {
+        let patch = "diff --git a/m.py b/m.py\nindex 1111111..2222222 100644\n--- a/m.py\n+++ b/m.py\n\
+                     @@ -1,2 +1,3 @@\n a = 1\n+b = 2\n c = 3\n@@ -40,3 +41,3 @@ def f():\n x = 1\n-y = 2\n\
+                     +breakpoint()\n z = 3\n";
+        let r = review_patch(patch);
+        let f = only(&r);
+        assert_eq!((f.line, f.side), (42, Side::Right));
+    }
+
+    #[test]
+    fn big_diff_is_fast() {
+        let line = "    let value = compute(config.timeout, &items[index]); // keep it simple";
+        let lines = vec![line; 100_000];
+        let patch = added("src/big.rs", &lines);
+        let start = std::time::Instant::now();
+        assert_eq!(review_patch(&patch).findings, vec![]);
+        // Generous: debug builds are slow; release handles this in milliseconds.
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+}

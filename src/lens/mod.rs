@@ -1,8 +1,14 @@
 //! The adapter layer: every lens, whatever runs it, takes a [`LensRequest`] and yields a
 //! [`LensRun`] — a lens response or a failure — with the same provenance.
 
+pub mod anthropic;
 pub mod builtin;
+pub mod claude;
+pub mod cli_env;
+pub mod codex;
 pub mod command;
+pub mod http;
+pub mod openai;
 pub mod process;
 
 use std::sync::Arc;
@@ -149,4 +155,56 @@ pub struct Provenance {
 pub struct LensRun {
     pub provenance: Provenance,
     pub response: Option<LensResponse>,
+}
+
+/// What a backend yields when it answered: the parsed response plus what the call cost.
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    pub response: LensResponse,
+    pub usage: Option<Usage>,
+    pub cost_usd: Option<f64>,
+    /// The model that actually answered, when the backend says (e.g. a dated snapshot id).
+    pub model: Option<String>,
+    /// The raw reply text (redacted before it is stored anywhere), for evidence.
+    pub raw: String,
+}
+
+/// How a failure is handled: retried, fallen back from, or reported at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// Timeout, 5xx, 529 overloaded, an API 429 with `retry-after`: retry with backoff (bounded).
+    Transient { retry_after: Option<Duration> },
+    /// A subscription's usage or rate limit: lasts hours, never retried; eligible for fallback.
+    UsageLimit,
+    /// A CLI that is not logged in: eligible for fallback.
+    NotLoggedIn,
+    /// A CLI binary that is not installed: eligible for fallback.
+    Missing,
+    /// Everything else — bad key, `insufficient_quota`, unknown model, CLI too old, unreadable
+    /// or empty output: fail fast.
+    Fatal,
+}
+
+impl FailureKind {
+    /// Whether a subscription lens may fall back to its vendor's API after this failure.
+    pub fn fallback_eligible(self) -> bool {
+        matches!(self, FailureKind::UsageLimit | FailureKind::NotLoggedIn | FailureKind::Missing)
+    }
+}
+
+/// A backend failure: its kind and one clear line (already redacted) saying what happened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Failure {
+    pub kind: FailureKind,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into() }
+    }
+    pub fn fatal(message: impl Into<String>) -> Self {
+        Self::new(FailureKind::Fatal, message)
+    }
 }

@@ -5,6 +5,7 @@ pub mod finding;
 pub mod merge;
 pub mod panel;
 pub mod parse;
+pub mod pipeline;
 
 use serde::{Deserialize, Serialize};
 
@@ -49,5 +50,62 @@ impl Severity {
             Severity::Blocking => "blocking",
             Severity::Advisory => "advisory",
         }
+    }
+}
+
+/// How many findings of each severity a round holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    pub blocking: usize,
+    pub advisory: usize,
+}
+
+impl Verdict {
+    pub fn of(findings: &[finding::Finding]) -> Verdict {
+        let blocking = findings.iter().filter(|f| f.severity == Severity::Blocking).count();
+        Verdict { blocking, advisory: findings.len() - blocking }
+    }
+}
+
+/// Why a file was left out of the review.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotReviewedReason {
+    Binary,
+    NoPatch,
+    TooLarge,
+    Ignored,
+    OverBudget,
+}
+
+/// A file the review did not look at, and why — listed, never silently dropped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotReviewed {
+    pub path: String,
+    pub reason: NotReviewedReason,
+}
+
+/// The outcome of one review: what every renderer shows.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub head: Option<crate::ids::HeadSha>,
+    pub round: Option<u32>,
+    pub posted: bool,
+    /// Why no round ran (`opt_out`, `already_reviewed`, `draft`, …).
+    pub skipped: Option<String>,
+    pub findings: Vec<finding::Finding>,
+    pub lenses: Vec<crate::lens::Provenance>,
+    pub not_reviewed: Vec<NotReviewed>,
+}
+
+impl Report {
+    pub fn verdict(&self) -> Verdict {
+        Verdict::of(&self.findings)
+    }
+
+    /// True when lenses ran and every one of them failed.
+    pub fn all_lenses_failed(&self) -> bool {
+        !self.lenses.is_empty()
+            && self.lenses.iter().all(|l| l.status == crate::lens::LensStatus::Failed)
     }
 }

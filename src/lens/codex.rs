@@ -1,0 +1,584 @@
+//! The `codex-cli` lens: Codex CLI in non-interactive mode (`codex exec --json`, JSONL events).
+//!
+//! The prompt goes on stdin and the argv is constant; the CLI runs read-only and ephemeral in an
+//! empty scratch directory (holding only the response schema), with an allow-listed environment
+//! (never an API key, which would switch billing to the API), and its process group is ended on
+//! timeout (`llm-backends.md` §2, security checklist §5).
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::cli_env::{
+    Cli, CliEnv, mentions_status, process_failure, says_usage_limit, scratch_dir, stderr_note,
+};
+use super::process::{
+    self, DEFAULT_MAX_OUTPUT, Keep, OUTPUT_EXCERPT_CHARS, ProcessOutput, ProcessSpec,
+    STDERR_TAIL_CHARS, child_text, describe_status,
+};
+use super::{Answer, Failure, FailureKind, LensRequest, LensSpec, Usage};
+use crate::review::finding::{LensResponse, response_schema};
+
+/// The binary looked up on the child's `PATH` when the lens names none.
+pub const DEFAULT_BIN: &str = "codex";
+
+/// The schema file's name in the scratch directory.
+pub const SCHEMA_FILE: &str = "schema.json";
+
+const INSTALL: &str = "install the Codex CLI, or set the lens's `bin`";
+
+/// The argv after the program name. Constant but for the model and the schema path: the prompt
+/// is never here (`-` reads it from stdin).
+pub fn args(model: Option<&str>, schema: &Path) -> Vec<OsString> {
+    let mut args: Vec<OsString> = [
+        "exec",
+        "--json",
+        "--sandbox",
+        "read-only",
+        // The scratch directory is not a git repository.
+        "--skip-git-repo-check",
+        "--ephemeral",
+        "--output-schema",
+    ]
+    .map(OsString::from)
+    .into();
+    args.push(schema.into());
+    if let Some(model) = model {
+        args.push("-m".into());
+        args.push(model.into());
+    }
+    args.push("-".into());
+    args
+}
+
+/// Runs a `codex-cli` lens once.
+pub async fn run(spec: &LensSpec, req: &LensRequest, env: &CliEnv) -> Result<Answer, Failure> {
+    run_capped(spec, req, env, DEFAULT_MAX_OUTPUT).await
+}
+
+async fn run_capped(
+    spec: &LensSpec,
+    req: &LensRequest,
+    env: &CliEnv,
+    max_output: usize,
+) -> Result<Answer, Failure> {
+    // The real CLI refuses a missing CODEX_HOME; say so plainly rather than relay its stderr.
+    if let Some(home) = env.get("CODEX_HOME")
+        && !Path::new(home).is_dir()
+    {
+        return Err(Failure::fatal(format!(
+            "codex: CODEX_HOME points to a folder that does not exist ({})",
+            child_text(home.as_encoded_bytes(), 200, Keep::Head)
+        )));
+    }
+    let scratch = scratch_dir("codex")?;
+    let schema = scratch.path().join(SCHEMA_FILE);
+    let schema_json = serde_json::to_vec_pretty(&response_schema())
+        .map_err(|e| Failure::fatal(format!("codex: could not encode the schema: {e}")))?;
+    std::fs::write(&schema, schema_json)
+        .map_err(|e| Failure::fatal(format!("codex: could not write the schema file: {e}")))?;
+
+    let bin = spec
+        .bin
+        .as_deref()
+        .filter(|b| !b.is_empty())
+        .unwrap_or(DEFAULT_BIN);
+    let mut child = ProcessSpec::new(bin, scratch.path(), spec.timeout);
+    child.args = args(spec.model.as_deref(), &schema);
+    child.env = env.child_env(Cli::Codex);
+    child.stdin = req.prompt.as_bytes().to_vec();
+    child.max_output = max_output;
+
+    let out = process::run(child)
+        .await
+        .map_err(|e| process_failure("codex", INSTALL, e))?;
+    read_output(&out)
+}
+
+/// What the event stream said, as far as the lens cares.
+#[derive(Debug, Default)]
+struct Events {
+    /// How many lines were JSON objects at all.
+    parsed: usize,
+    /// The text of the last completed `agent_message`: the answer.
+    answer: Option<String>,
+    /// Summed over `turn.completed` events.
+    usage: Option<Usage>,
+    turn_completed: bool,
+    /// `turn.failed`'s `error.message`.
+    turn_failed: Option<String>,
+    /// The last `error` event's message: not a failure by itself (the CLI reports its reconnects
+    /// this way), but the best explanation when the run fails.
+    last_error: Option<String>,
+}
+
+/// Reads the JSONL stream line by line; lines that are not JSON and unknown events are skipped.
+fn events(stdout: &[u8]) -> Events {
+    let mut ev = Events::default();
+    for line in stdout.split(|&b| b == b'\n') {
+        let Ok(Value::Object(event)) = serde_json::from_slice::<Value>(line.trim_ascii()) else {
+            continue;
+        };
+        ev.parsed += 1;
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+        match event.get("type").and_then(Value::as_str) {
+            Some("item.completed") => {
+                let item = event.get("item");
+                if item.and_then(|i| i.get("type")).and_then(Value::as_str) == Some("agent_message")
+                {
+                    ev.answer = Some(text(item.and_then(|i| i.get("text"))).unwrap_or_default());
+                }
+            }
+            Some("turn.completed") => {
+                ev.turn_completed = true;
+                if let Some(u) = event.get("usage") {
+                    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+                    let sum = ev.usage.get_or_insert_with(Usage::default);
+                    // `cached_input_tokens` is part of `input_tokens` (OpenAI's accounting).
+                    sum.input_tokens = sum.input_tokens.saturating_add(n("input_tokens"));
+                    sum.output_tokens = sum.output_tokens.saturating_add(n("output_tokens"));
+                }
+            }
+            Some("turn.failed") => {
+                let message = text(event.get("error").and_then(|e| e.get("message")));
+                ev.turn_failed = Some(message.unwrap_or_default());
+            }
+            Some("error") => {
+                if let Some(message) = text(event.get("message")) {
+                    ev.last_error = Some(message);
+                }
+            }
+            _ => {}
+        }
+    }
+    ev
+}
+
+/// A finished run as an answer or a classified failure. The events decide, not the exit status:
+/// some versions exit 0 after a failed turn.
+fn read_output(out: &ProcessOutput) -> Result<Answer, Failure> {
+    let ev = events(&out.stdout);
+    let last_error = ev
+        .last_error
+        .as_deref()
+        .map(|e| format!("; last error: {}", short(e)))
+        .unwrap_or_default();
+
+    if let Some(message) = &ev.turn_failed {
+        return Err(classify_turn_failed(message));
+    }
+    if ev.parsed == 0 {
+        let excerpt = child_text(&out.stdout, OUTPUT_EXCERPT_CHARS, Keep::Head);
+        return Err(if out.status.success() {
+            Failure::fatal(format!(
+                "codex printed no JSON events{}",
+                if excerpt.is_empty() {
+                    String::new()
+                } else {
+                    format!("; it began: {excerpt}")
+                }
+            ))
+        } else {
+            Failure::fatal(format!(
+                "codex exited with {}{}",
+                describe_status(out.status),
+                stderr_note(&out.stderr)
+            ))
+        });
+    }
+    let answer = match ev.answer.as_deref().map(str::trim) {
+        Some(text) if !text.is_empty() => text,
+        Some(_) => {
+            return Err(Failure::fatal(format!(
+                "codex returned an empty answer{last_error}"
+            )));
+        }
+        None if out.status.success() => {
+            return Err(Failure::fatal(format!(
+                "codex gave no final answer{last_error}"
+            )));
+        }
+        None => {
+            return Err(Failure::fatal(format!(
+                "codex exited with {} and no final answer{last_error}{}",
+                describe_status(out.status),
+                stderr_note(&out.stderr)
+            )));
+        }
+    };
+    // An answer from a run that died before its turn completed may be a fragment.
+    if !ev.turn_completed && !out.status.success() {
+        return Err(Failure::fatal(format!(
+            "codex exited with {} before its turn completed{last_error}{}",
+            describe_status(out.status),
+            stderr_note(&out.stderr)
+        )));
+    }
+    let response = LensResponse::parse(answer).map_err(|e| {
+        Failure::fatal(format!(
+            "codex's answer is unreadable: {e}; it began: {}",
+            child_text(answer.as_bytes(), OUTPUT_EXCERPT_CHARS, Keep::Head)
+        ))
+    })?;
+    Ok(Answer {
+        response,
+        usage: ev.usage,
+        cost_usd: None,
+        // The events do not name the model; the lens's own is the best there is.
+        model: None,
+        raw: answer.to_owned(),
+    })
+}
+
+/// A failed turn: a usage limit and a lost login are eligible for fallback; the rest is fatal.
+fn classify_turn_failed(message: &str) -> Failure {
+    let lower = message.to_lowercase();
+    let said = if message.trim().is_empty() {
+        String::new()
+    } else {
+        format!(": {}", short(message))
+    };
+    if says_usage_limit(&lower) || mentions_status(&lower, 429) {
+        return Failure::new(
+            FailureKind::UsageLimit,
+            format!("codex hit a usage or rate limit{said}"),
+        );
+    }
+    if mentions_status(&lower, 401)
+        || [
+            "not logged in",
+            "unauthorized",
+            "login",
+            "log in",
+            "sign in",
+            "signing in",
+        ]
+        .iter()
+        .any(|p| lower.contains(p))
+    {
+        return Failure::new(
+            FailureKind::NotLoggedIn,
+            format!("codex is not logged in{said}"),
+        );
+    }
+    Failure::fatal(format!("codex's turn failed{said}"))
+}
+
+/// A message from the CLI (untrusted: it may quote the prompt), redacted and shortened.
+fn short(message: &str) -> String {
+    child_text(message.as_bytes(), STDERR_TAIL_CHARS, Keep::Head)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::lens::BackendKind;
+    use crate::lens::cli_env::fake::{self, Fake};
+
+    /// A fake with an existing `CODEX_HOME` beside it.
+    fn setup(mode: &str) -> (Fake, CliEnv) {
+        let fake = Fake::new("codex", mode);
+        let home = fake.path("codex-home");
+        std::fs::create_dir(&home).expect("codex home");
+        let env = fake::cli_env(fake.dir.path(), &home);
+        (fake, env)
+    }
+
+    async fn run_mode(mode: &str) -> (Fake, Result<Answer, Failure>) {
+        let (fake, env) = setup(mode);
+        let spec = fake.lens(BackendKind::CodexCli, Some("gpt-5.6-terra"));
+        let answer = run(&spec, &fake::request("Review this change."), &env).await;
+        (fake, answer)
+    }
+
+    async fn failure(mode: &str) -> Failure {
+        let (_fake, answer) = run_mode(mode).await;
+        answer.expect_err("fails")
+    }
+
+    #[tokio::test]
+    async fn the_last_agent_message_is_the_answer() {
+        let (_fake, answer) = run_mode("ok").await;
+        let answer = answer.expect("ok");
+        assert_eq!(answer.response.findings.len(), 1);
+        assert_eq!(answer.response.findings[0].title, "b is never called");
+        assert_eq!(answer.response.summary, None);
+        assert_eq!(
+            answer.usage,
+            Some(Usage {
+                input_tokens: 24763,
+                output_tokens: 122
+            })
+        );
+        assert_eq!(answer.cost_usd, None);
+        assert!(answer.raw.starts_with("{\"findings\""), "{}", answer.raw);
+    }
+
+    #[tokio::test]
+    async fn the_child_gets_constant_argv_the_prompt_on_stdin_a_clean_env_and_only_the_schema() {
+        let (fake, env) = setup("ok");
+        let spec = fake.lens(BackendKind::CodexCli, Some("gpt-5.6-terra"));
+        let prompt = fake::big_prompt();
+        run(&spec, &fake::request(&prompt), &env).await.expect("ok");
+
+        let cwd = fake.read("cwd");
+        let cwd = Path::new(cwd.trim());
+        let leaf = cwd.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        assert!(leaf.starts_with("reviewbot-codex-"), "{}", cwd.display());
+        assert!(!cwd.starts_with(env!("CARGO_MANIFEST_DIR")));
+        assert_eq!(fake.read("listing"), "schema.json\n");
+        assert!(!cwd.exists(), "the scratch dir outlived the run");
+
+        let argv = fake.argv();
+        let schema = argv.get(7).cloned().unwrap_or_default();
+        // The scratch dir may be reached through a symlink (`/tmp`); compare by name.
+        assert!(
+            schema.ends_with(&format!("/{leaf}/schema.json")),
+            "{schema}"
+        );
+        assert_eq!(
+            argv,
+            [
+                "exec",
+                "--json",
+                "--sandbox",
+                "read-only",
+                "--skip-git-repo-check",
+                "--ephemeral",
+                "--output-schema",
+                schema.as_str(),
+                "-m",
+                "gpt-5.6-terra",
+                "-",
+            ]
+        );
+        assert!(!fake.read("argv").contains("PROMPT-MARKER"));
+        assert!(fake.read("stdin") == prompt, "stdin is not the prompt");
+        let written: serde_json::Value =
+            serde_json::from_str(&fake.read("schema")).expect("schema json");
+        assert_eq!(written, response_schema());
+
+        assert_eq!(
+            fake.env_names(),
+            [
+                "CODEX_HOME",
+                "HOME",
+                "LANG",
+                "LC_ALL",
+                "PATH",
+                "TMPDIR",
+                "USER"
+            ]
+        );
+        let home = fake.path("codex-home").to_string_lossy().into_owned();
+        assert!(fake.env().contains(&("CODEX_HOME".to_owned(), home)));
+    }
+
+    #[tokio::test]
+    async fn no_model_means_the_cli_default() {
+        let (fake, env) = setup("ok");
+        let spec = fake.lens(BackendKind::CodexCli, None);
+        run(&spec, &fake::request("p"), &env).await.expect("ok");
+        let argv = fake.argv();
+        assert!(!argv.iter().any(|a| a == "-m"), "{argv:?}");
+        assert_eq!(argv.last().map(String::as_str), Some("-"));
+    }
+
+    #[tokio::test]
+    async fn without_bin_codex_is_found_on_the_childs_path_and_codex_home_may_be_unset() {
+        let fake = Fake::new("codex", "ok");
+        let path = format!("{}:/usr/bin:/bin", fake.dir.path().display());
+        let env = CliEnv::from_vars([("PATH", path)]);
+        let mut spec = fake.lens(BackendKind::CodexCli, None);
+        spec.bin = None;
+        run(&spec, &fake::request("p"), &env).await.expect("ok");
+        assert_eq!(fake.env_names(), ["PATH"]);
+    }
+
+    #[tokio::test]
+    async fn reconnect_errors_then_an_answer_is_a_success() {
+        let (_fake, answer) = run_mode("reconnect").await;
+        assert_eq!(answer.expect("ok").response.findings.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_usage_limit_is_eligible_for_fallback() {
+        let f = failure("usage-limit").await;
+        assert_eq!(f.kind, FailureKind::UsageLimit);
+        assert!(
+            f.message
+                .starts_with("codex hit a usage or rate limit: You've hit your usage limit."),
+            "{}",
+            f.message
+        );
+    }
+
+    #[tokio::test]
+    async fn an_expired_login_is_eligible_for_fallback() {
+        let f = failure("not-logged-in").await;
+        assert_eq!(f.kind, FailureKind::NotLoggedIn);
+        assert!(
+            f.message
+                .starts_with("codex is not logged in: unexpected status 401 Unauthorized"),
+            "{}",
+            f.message
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_turn_fails_even_with_exit_status_zero() {
+        let f = failure("turn-failed-exit0").await;
+        assert_eq!(f.kind, FailureKind::Fatal);
+        assert!(
+            f.message
+                .starts_with("codex's turn failed: unexpected status 400 Bad Request"),
+            "{}",
+            f.message
+        );
+    }
+
+    #[tokio::test]
+    async fn no_final_answer_is_fatal_even_with_exit_status_zero() {
+        let f = failure("no-answer").await;
+        assert_eq!(f.kind, FailureKind::Fatal);
+        assert!(
+            f.message
+                .starts_with("codex gave no final answer; last error: Reconnecting... 5/5"),
+            "{}",
+            f.message
+        );
+        let f = failure("empty-answer").await;
+        assert_eq!(f.message, "codex returned an empty answer");
+    }
+
+    #[tokio::test]
+    async fn garbage_is_fatal() {
+        let f = failure("garbage").await;
+        assert_eq!(f.kind, FailureKind::Fatal);
+        assert_eq!(
+            f.message,
+            "codex printed no JSON events; it began: I am not JSON. Sorry."
+        );
+    }
+
+    #[tokio::test]
+    async fn a_crash_shows_the_redacted_stderr_tail() {
+        let f = failure("crash").await;
+        assert_eq!(f.kind, FailureKind::Fatal);
+        assert!(
+            f.message
+                .starts_with("codex exited with status 1; stderr: Error: invalid configuration"),
+            "{}",
+            f.message
+        );
+        assert!(
+            f.message.contains("[REDACTED openai-api-key]"),
+            "{}",
+            f.message
+        );
+        assert!(!f.message.contains("a1B2c3D4e5"), "{}", f.message);
+    }
+
+    #[tokio::test]
+    async fn a_hang_times_out_and_the_grandchild_dies() {
+        let (fake, env) = setup("hang");
+        let mut spec = fake.lens(BackendKind::CodexCli, None);
+        spec.timeout = Duration::from_millis(300);
+        let started = Instant::now();
+        let f = run(&spec, &fake::request("p"), &env)
+            .await
+            .expect_err("times out");
+        assert!(started.elapsed() < Duration::from_millis(1500));
+        assert_eq!(f.kind, FailureKind::Transient { retry_after: None });
+        assert!(
+            f.message.starts_with("codex timed out after 300ms"),
+            "{}",
+            f.message
+        );
+        let pid = fake::pid(&fake, "grandchild");
+        assert!(fake::gone_soon(pid).await, "grandchild {pid} survived");
+    }
+
+    #[tokio::test]
+    async fn huge_output_is_capped() {
+        let (fake, env) = setup("huge");
+        let spec = fake.lens(BackendKind::CodexCli, None);
+        let f = run_capped(&spec, &fake::request("p"), &env, 64 * 1024)
+            .await
+            .expect_err("capped");
+        assert_eq!(f.kind, FailureKind::Fatal);
+        assert_eq!(f.message, "codex: output exceeded 65536 bytes");
+    }
+
+    #[tokio::test]
+    async fn a_missing_codex_home_stops_before_the_cli_runs() {
+        let fake = Fake::new("codex", "ok");
+        let missing = fake.path("no-such-home");
+        let env = fake::cli_env(fake.dir.path(), &missing);
+        let spec = fake.lens(BackendKind::CodexCli, None);
+        let f = run(&spec, &fake::request("p"), &env)
+            .await
+            .expect_err("fails");
+        assert_eq!(f.kind, FailureKind::Fatal);
+        assert_eq!(
+            f.message,
+            format!(
+                "codex: CODEX_HOME points to a folder that does not exist ({})",
+                missing.display()
+            )
+        );
+        assert!(!fake.ran());
+    }
+
+    #[tokio::test]
+    async fn a_missing_cli_is_eligible_for_fallback() {
+        let (fake, env) = setup("ok");
+        let mut spec = fake.lens(BackendKind::CodexCli, None);
+        spec.bin = Some("/nonexistent/codex".to_owned());
+        let f = run(&spec, &fake::request("p"), &env)
+            .await
+            .expect_err("missing");
+        assert_eq!(f.kind, FailureKind::Missing);
+        assert_eq!(
+            f.message,
+            "`/nonexistent/codex` was not found (install the Codex CLI, or set the lens's `bin`)"
+        );
+    }
+
+    #[test]
+    fn failed_turns_are_classified_by_their_message() {
+        let kind = |m: &str| classify_turn_failed(m).kind;
+        assert_eq!(
+            kind("Rate limit reached for gpt-5"),
+            FailureKind::UsageLimit
+        );
+        assert_eq!(
+            kind("exceeded retry limit, last status: 429 Too Many Requests"),
+            FailureKind::UsageLimit
+        );
+        assert_eq!(kind("Not logged in"), FailureKind::NotLoggedIn);
+        assert_eq!(
+            kind("Please log in again: your refresh token was revoked"),
+            FailureKind::NotLoggedIn
+        );
+        assert_eq!(kind("context window exceeded"), FailureKind::Fatal);
+        assert_eq!(kind(""), FailureKind::Fatal);
+        assert_eq!(classify_turn_failed("").message, "codex's turn failed");
+    }
+
+    #[test]
+    fn odd_streams_never_pass_as_answers() {
+        let ev = events(
+            b"\xff\xfe not utf-8\n[1,2]\n{\"type\":7}\n{\"type\":\"item.completed\",\"item\":{\"type\":\"agent_message\",\"text\":5}}\n{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":-1,\"output_tokens\":\"x\"}}\n{\"type\":\"turn.failed\"}\n{\"type\":\"error\"}\n",
+        );
+        assert_eq!(ev.parsed, 5);
+        assert_eq!(ev.answer.as_deref(), Some(""));
+        assert_eq!(ev.usage, Some(Usage::default()));
+        assert_eq!(ev.turn_failed.as_deref(), Some(""));
+        assert_eq!(ev.last_error, None);
+    }
+}

@@ -1,0 +1,74 @@
+//! `--format json`: exactly one document (DESIGN.md "--format json").
+
+use serde::Serialize;
+
+use crate::diff::Side;
+use crate::ids::{HeadSha, LensName};
+use crate::lens::Provenance;
+use crate::render::clean;
+use crate::review::{Confidence, NotReviewed, Report, Severity, Verdict};
+
+#[derive(Serialize)]
+struct Document<'a> {
+    verdict: Verdict,
+    head: Option<&'a HeadSha>,
+    round: Option<u32>,
+    posted: bool,
+    skipped: Option<&'a str>,
+    findings: Vec<FindingOut<'a>>,
+    lenses: Vec<Provenance>,
+    not_reviewed: &'a [NotReviewed],
+}
+
+#[derive(Serialize)]
+struct FindingOut<'a> {
+    path: &'a str,
+    line: u32,
+    start_line: Option<u32>,
+    side: Side,
+    severity: Severity,
+    confidence: Confidence,
+    title: String,
+    body: String,
+    lenses: &'a [LensName],
+    in_diff: bool,
+    fingerprint: &'a str,
+}
+
+/// The JSON document, pretty-printed, with every lens-written string cleaned.
+pub fn render(report: &Report) -> String {
+    let doc = Document {
+        verdict: report.verdict(),
+        head: report.head.as_ref(),
+        round: report.round,
+        posted: report.posted,
+        skipped: report.skipped.as_deref(),
+        findings: report
+            .findings
+            .iter()
+            .map(|f| FindingOut {
+                path: &f.path,
+                line: f.line,
+                start_line: f.start_line,
+                side: f.side,
+                severity: f.severity,
+                confidence: f.confidence,
+                title: clean(&f.title),
+                body: clean(&f.body),
+                lenses: &f.lenses,
+                in_diff: f.in_diff,
+                fingerprint: &f.fingerprint,
+            })
+            .collect(),
+        lenses: report
+            .lenses
+            .iter()
+            .map(|p| Provenance { error: p.error.as_deref().map(clean), ..p.clone() })
+            .collect(),
+        not_reviewed: &report.not_reviewed,
+    };
+    // Serialising plain data with string keys cannot fail.
+    let mut out = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    out.push('\n');
+    out
+}
