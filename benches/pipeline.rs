@@ -33,7 +33,10 @@ fn diff_benches(c: &mut Criterion) {
     let parsed = match Diff::parse(text.as_str()) {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("diff benches skipped: {} does not parse: {e}", path.display());
+            eprintln!(
+                "diff benches skipped: {} does not parse: {e}",
+                path.display()
+            );
             return;
         }
     };
@@ -45,11 +48,20 @@ fn diff_benches(c: &mut Criterion) {
         parsed.files().len()
     );
 
+    let diffy_files =
+        diffy::patch_set::PatchSet::parse(text.as_str(), diffy::patch_set::ParseOptions::gitdiff())
+            .map(|p| p.map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>, _>>();
+    match &diffy_files {
+        Ok(files) => eprintln!("diffy parses the same input into {} files", files.len()),
+        Err(e) => eprintln!("diffy stops early on this input: {e}"),
+    }
+
     let mut g = c.benchmark_group("diff");
     g.throughput(Throughput::Bytes(text.len() as u64));
     // Parse plus index (the per-file hunk ranges); the String clone is setup, not timed.
     g.bench_function("parse", |b| {
-        b.iter_batched(|| text.clone(), |t| Diff::parse(t), BatchSize::LargeInput)
+        b.iter_batched(|| text.clone(), Diff::parse, BatchSize::LargeInput)
     });
     // diffy's multi-file (git) patch-set parser over the same text, for a same-run comparison.
     g.bench_function("diffy", |b| {
@@ -58,7 +70,8 @@ fn diff_benches(c: &mut Criterion) {
                 black_box(text.as_str()),
                 diffy::patch_set::ParseOptions::gitdiff(),
             );
-            set.map(|p| p.map(|_| ()).map_err(|_| ())).collect::<Result<Vec<()>, ()>>()
+            set.map(|p| p.map(|_| ()).map_err(|_| ()))
+                .collect::<Result<Vec<()>, ()>>()
         })
     });
     g.finish();

@@ -12,7 +12,14 @@ fn main() -> anyhow::Result<()> {
     let bytes = text.len();
     let diff = Diff::parse(text)?;
     let hunks: usize = diff.files().iter().map(|f| f.hunks.len()).sum();
-    let lines: usize = diff.files().iter().map(|f| diff.file_lines(f).count()).sum();
-    println!("{bytes} bytes, {} files, {hunks} hunks, {lines} lines", diff.files().len());
+    let lines: usize = diff
+        .files()
+        .iter()
+        .map(|f| diff.file_lines(f).count())
+        .sum();
+    println!(
+        "{bytes} bytes, {} files, {hunks} hunks, {lines} lines",
+        diff.files().len()
+    );
     Ok(())
 }

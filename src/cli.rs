@@ -6,6 +6,7 @@
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -14,7 +15,8 @@ use crate::diff::Diff;
 use crate::lens::LensSpec;
 use crate::render::markdown::BodyOptions;
 use crate::render::{self, Format};
-use crate::review::panel::PanelObserver;
+use crate::evidence::Evidence;
+use crate::review::panel::{Panel, PanelObserver};
 use crate::review::{Report, pipeline};
 
 #[derive(Debug, Parser)]
@@ -62,6 +64,11 @@ struct CommonArgs {
     /// Never fall back from a subscription lens to its vendor's paid API.
     #[arg(long)]
     no_api_fallback: bool,
+
+    /// Keep every lens exchange (prompt, raw reply, parsed findings, merge decisions) as
+    /// redacted JSON lines in a new file in DIR.
+    #[arg(long, value_name = "DIR")]
+    evidence: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -88,6 +95,7 @@ impl CliError {
 }
 
 pub fn main() -> ExitCode {
+    init_logging();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -120,9 +128,16 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::Usage(format!("cannot start the runtime: {e}")))?;
+    let mut panel = Panel::from_env(config.limits.subscription_concurrency, !args.common.no_api_fallback);
+    if let Some(dir) = &args.common.evidence {
+        let evidence = Evidence::create(dir)
+            .map_err(|e| CliError::Usage(format!("cannot write evidence in {}: {}", dir.display(), io_reason(&e))))?;
+        eprintln!("notice: evidence goes to {}", evidence.path().display());
+        panel.evidence = Some(Arc::new(evidence));
+    }
     let observer = progress_observer();
     let display_diff = diff.clone();
-    let report = runtime.block_on(pipeline::review(diff, None, &lenses, &config.review, observer.as_ref()));
+    let report = runtime.block_on(pipeline::review(diff, None, &lenses, &config.review, &panel, observer.as_ref()));
     drop(observer);
 
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
@@ -222,6 +237,17 @@ fn io_reason(e: &std::io::Error) -> String {
         Some(i) => s[..i].to_owned(),
         None => s,
     }
+}
+
+/// Logs go to stderr, quiet by default (`RUST_LOG=reviewbot=info` shows each lens's provenance).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
 }
 
 fn progress_observer() -> Box<dyn PanelObserver> {

@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod config;
 pub mod diff;
+pub mod evidence;
 pub mod ids;
 pub mod lens;
 pub mod plan;

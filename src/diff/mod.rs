@@ -177,12 +177,15 @@ impl Diff {
             if !keep(i, f) {
                 continue;
             }
-            let Some(part) = self.text.get(f.text.clone()) else { continue };
+            let Some(part) = self.text.get(f.text.clone()) else {
+                continue;
+            };
             let base = text.len();
             text.push_str(part);
             // Every range of a file lies inside its text, so shifting by one offset rebases it.
             let shift = |r: &Range<usize>| {
-                r.start.saturating_sub(f.text.start) + base..r.end.saturating_sub(f.text.start) + base
+                r.start.saturating_sub(f.text.start) + base
+                    ..r.end.saturating_sub(f.text.start) + base
             };
             let mut g = f.clone();
             g.text = base..text.len();

@@ -41,7 +41,11 @@ impl fmt::Display for ParseError {
 impl std::error::Error for ParseError {}
 
 fn error(line: usize, message: impl Into<String>) -> ParseError {
-    ParseError { file: None, line, message: message.into() }
+    ParseError {
+        file: None,
+        line,
+        message: message.into(),
+    }
 }
 
 /// A short, single-line, quoted rendering of input text for error messages.
@@ -49,7 +53,11 @@ fn snippet(bytes: &[u8]) -> String {
     const MAX: usize = 60;
     let cut = bytes.get(..MAX).unwrap_or(bytes);
     let s = String::from_utf8_lossy(cut);
-    if cut.len() < bytes.len() { format!("{:?}…", s.as_ref()) } else { format!("{:?}", s.as_ref()) }
+    if cut.len() < bytes.len() {
+        format!("{:?}…", s.as_ref())
+    } else {
+        format!("{:?}", s.as_ref())
+    }
 }
 
 pub(super) fn parse_diff(text: String) -> Result<Diff, ParseError> {
@@ -75,7 +83,11 @@ struct Cursor<'t> {
 
 impl<'t> Cursor<'t> {
     fn new(text: &'t str, pos: usize) -> Self {
-        Cursor { text, pos, line_no: 1 }
+        Cursor {
+            text,
+            pos,
+            line_no: 1,
+        }
     }
 
     fn line_at(&self, pos: usize) -> Option<Line> {
@@ -88,7 +100,11 @@ impl<'t> Cursor<'t> {
         if end > pos && bytes.get(end - 1) == Some(&b'\r') {
             end -= 1;
         }
-        Some(Line { start: pos, end, next })
+        Some(Line {
+            start: pos,
+            end,
+            next,
+        })
     }
 
     fn peek(&self) -> Option<Line> {
@@ -101,12 +117,17 @@ impl<'t> Cursor<'t> {
     }
 
     fn bytes(&self, line: Line) -> &'t [u8] {
-        self.text.as_bytes().get(line.start..line.end).unwrap_or_default()
+        self.text
+            .as_bytes()
+            .get(line.start..line.end)
+            .unwrap_or_default()
     }
 
     /// `line` from byte `skip` on (a prefix already matched, so an ASCII boundary).
     fn str_from(&self, line: Line, skip: usize) -> &'t str {
-        self.text.get(line.start + skip..line.end).unwrap_or_default()
+        self.text
+            .get(line.start + skip..line.end)
+            .unwrap_or_default()
     }
 
     fn advance(&mut self, line: Line) {
@@ -123,7 +144,10 @@ fn parse_files(text: &str) -> Result<Vec<FileDiff>, ParseError> {
         if b.starts_with(b"diff --git ") {
             files.push(git_file(&mut cur, line)?);
         } else if b.starts_with(b"diff --cc ") || b.starts_with(b"diff --combined ") {
-            return Err(error(cur.line_no, "combined (merge) diffs are not supported"));
+            return Err(error(
+                cur.line_no,
+                "combined (merge) diffs are not supported",
+            ));
         } else if b.starts_with(b"--- ") && starts_plain_file(&cur, line) {
             files.push(plain_file(&mut cur, line)?);
         } else if b.starts_with(b"@@ -") || b.starts_with(b"@@@ ") {
@@ -150,9 +174,13 @@ fn parse_files(text: &str) -> Result<Vec<FileDiff>, ParseError> {
 /// `--- old`, `+++ new`, `@@ -…`: three lines in a row, so that a commit message quoting a
 /// `---`/`+++` pair is not taken for a file.
 fn starts_plain_file(cur: &Cursor<'_>, minus: Line) -> bool {
-    let Some(plus) = cur.peek_after(minus) else { return false };
+    let Some(plus) = cur.peek_after(minus) else {
+        return false;
+    };
     cur.bytes(plus).starts_with(b"+++ ")
-        && cur.peek_after(plus).is_some_and(|l| cur.bytes(l).starts_with(b"@@ -"))
+        && cur
+            .peek_after(plus)
+            .is_some_and(|l| cur.bytes(l).starts_with(b"@@ -"))
 }
 
 /// Paths as named by the `diff --git` line (a fallback when no other header names them).
@@ -175,7 +203,11 @@ fn parse_git_names(rest: &str) -> GitNames {
     let pair = if rest.starts_with('"') {
         unquote(rest).and_then(|(a, tail)| {
             let b = tail.strip_prefix(' ')?;
-            let b = if b.starts_with('"') { unquote(b)?.0 } else { b.to_owned() };
+            let b = if b.starts_with('"') {
+                unquote(b)?.0
+            } else {
+                b.to_owned()
+            };
             Some((a, b))
         })
     } else if rest.ends_with('"') {
@@ -188,7 +220,11 @@ fn parse_git_names(rest: &str) -> GitNames {
         None
     };
     if let Some((a, b)) = pair {
-        return GitNames { old: Some(strip_prefix(a)), new: Some(strip_prefix(b)), prefixed: true };
+        return GitNames {
+            old: Some(strip_prefix(a)),
+            new: Some(strip_prefix(b)),
+            prefixed: true,
+        };
     }
 
     // Unquoted: names may contain spaces. When both sides name the same path the split is
@@ -198,14 +234,22 @@ fn parse_git_names(rest: &str) -> GitNames {
     if rest.len() % 2 == 1 && rest.as_bytes().get(mid) == Some(&b' ') {
         let (a, b) = (&rest[..mid], &rest[mid + 1..]);
         if a == b {
-            return GitNames { old: Some(a.to_owned()), new: Some(b.to_owned()), prefixed: false };
+            return GitNames {
+                old: Some(a.to_owned()),
+                new: Some(b.to_owned()),
+                prefixed: false,
+            };
         }
         if let (Some(pa), Some(pb)) = (a.get(2..), b.get(2..))
             && pa == pb
             && a.as_bytes().get(1) == Some(&b'/')
             && b.as_bytes().get(1) == Some(&b'/')
         {
-            return GitNames { old: Some(pa.to_owned()), new: Some(pb.to_owned()), prefixed: true };
+            return GitNames {
+                old: Some(pa.to_owned()),
+                new: Some(pb.to_owned()),
+                prefixed: true,
+            };
         }
     }
     let split = rest.find(" b/").or_else(|| rest.find(' '));
@@ -215,7 +259,11 @@ fn parse_git_names(rest: &str) -> GitNames {
             new: Some(strip_prefix(rest[i + 1..].to_owned())),
             prefixed: true,
         },
-        None => GitNames { old: None, new: None, prefixed: true },
+        None => GitNames {
+            old: None,
+            new: None,
+            prefixed: true,
+        },
     }
 }
 
@@ -263,7 +311,10 @@ fn unquote(s: &str) -> Option<(String, &str)> {
             other => out.push(other),
         }
     }
-    Some((String::from_utf8_lossy(&out).into_owned(), s.get(i..).unwrap_or_default()))
+    Some((
+        String::from_utf8_lossy(&out).into_owned(),
+        s.get(i..).unwrap_or_default(),
+    ))
 }
 
 /// A path from a `---`/`+++`/`rename from`/… header value: unquoted, and for `---`/`+++` cut
@@ -357,9 +408,14 @@ fn git_file(cur: &mut Cursor<'_>, first: Line) -> Result<FileDiff, ParseError> {
             skip_binary_patch(cur);
             break;
         } else if b.starts_with(b"--- ") {
-            let Some(next) = cur.peek_after(line).filter(|l| cur.bytes(*l).starts_with(b"+++ "))
+            let Some(next) = cur
+                .peek_after(line)
+                .filter(|l| cur.bytes(*l).starts_with(b"+++ "))
             else {
-                return Err(error(cur.line_no, "a \"---\" header must be followed by \"+++\""));
+                return Err(error(
+                    cur.line_no,
+                    "a \"---\" header must be followed by \"+++\"",
+                ));
             };
             minus = Some(header_path(value("--- "), true).map(|p| unprefix(p, names.prefixed)));
             plus = Some(
@@ -427,7 +483,9 @@ fn unprefix(path: String, prefixed: bool) -> String {
 fn skip_binary_patch(cur: &mut Cursor<'_>) {
     for _ in 0..2 {
         match cur.peek() {
-            Some(l) if cur.bytes(l).starts_with(b"literal ") || cur.bytes(l).starts_with(b"delta ") => {
+            Some(l)
+                if cur.bytes(l).starts_with(b"literal ") || cur.bytes(l).starts_with(b"delta ") =>
+            {
                 cur.advance(l);
             }
             _ => return,
@@ -450,7 +508,9 @@ fn plain_file(cur: &mut Cursor<'_>, minus_line: Line) -> Result<FileDiff, ParseE
     let start = minus_line.start;
     let old = header_path(cur.str_from(minus_line, 4), true);
     cur.advance(minus_line);
-    let plus_line = cur.peek().ok_or_else(|| error(cur.line_no, "missing \"+++\" line"))?;
+    let plus_line = cur
+        .peek()
+        .ok_or_else(|| error(cur.line_no, "missing \"+++\" line"))?;
     let new = header_path(cur.str_from(plus_line, 4), true);
     cur.advance(plus_line);
 
@@ -523,7 +583,11 @@ fn parse_hunks(cur: &mut Cursor<'_>, hunks: &mut Vec<Hunk>) -> Result<(), ParseE
             _ => false,
         };
         if stray && let Some(last) = hunks.last() {
-            let header = cur.text.as_bytes().get(last.header.clone()).unwrap_or_default();
+            let header = cur
+                .text
+                .as_bytes()
+                .get(last.header.clone())
+                .unwrap_or_default();
             return Err(error(
                 cur.line_no,
                 format!(
@@ -640,7 +704,10 @@ fn context(old: &mut u32, new: &mut u32) -> bool {
 /// every number fits in `u32`, no range overflows, and only an empty range may start at 0.
 fn parse_hunk_header(b: &[u8]) -> Result<(u32, u32, u32, u32), String> {
     if b.starts_with(b"@@@") {
-        return Err(format!("combined-diff hunk {} is not supported", snippet(b)));
+        return Err(format!(
+            "combined-diff hunk {} is not supported",
+            snippet(b)
+        ));
     }
     let malformed = || format!("hunk header {} is malformed", snippet(b));
     let rest = b.strip_prefix(b"@@ -").ok_or_else(malformed)?;
@@ -655,7 +722,10 @@ fn parse_hunk_header(b: &[u8]) -> Result<(u32, u32, u32, u32), String> {
             return Err(format!("hunk header {}: line range overflows", snippet(b)));
         }
         if start == 0 && count != 0 {
-            return Err(format!("hunk header {}: a non-empty range starts at line 0", snippet(b)));
+            return Err(format!(
+                "hunk header {}: a non-empty range starts at line 0",
+                snippet(b)
+            ));
         }
     }
     Ok((old_start, old_count, new_start, new_count))
@@ -671,7 +741,10 @@ impl RangeError {
         match self {
             RangeError::Malformed => format!("hunk header {} is malformed", snippet(header)),
             RangeError::Overflow => {
-                format!("hunk header {}: a number does not fit in 32 bits", snippet(header))
+                format!(
+                    "hunk header {}: a number does not fit in 32 bits",
+                    snippet(header)
+                )
             }
         }
     }
@@ -722,16 +795,35 @@ pub(super) fn from_patches<'p>(
             "modified" | "changed" | "unchanged" => {
                 (FileStatus::Modified, Some(filename.clone()), Some(filename))
             }
-            "renamed" => (FileStatus::Renamed { similarity: None }, Some(previous), Some(filename)),
-            "copied" => (FileStatus::Copied { similarity: None }, Some(previous), Some(filename)),
+            "renamed" => (
+                FileStatus::Renamed { similarity: None },
+                Some(previous),
+                Some(filename),
+            ),
+            "copied" => (
+                FileStatus::Copied { similarity: None },
+                Some(previous),
+                Some(filename),
+            ),
             other => return Err(in_file(error(1, format!("unknown file status {other:?}")))),
         };
 
         // A synthesized git header keeps `Diff::text()` / `file_text()` a self-contained diff.
         let start = text.len();
-        let old_name = old_path.as_deref().or(new_path.as_deref()).unwrap_or_default();
-        let new_name = new_path.as_deref().or(old_path.as_deref()).unwrap_or_default();
-        let _ = writeln!(text, "diff --git {} {}", quote("a/", old_name), quote("b/", new_name));
+        let old_name = old_path
+            .as_deref()
+            .or(new_path.as_deref())
+            .unwrap_or_default();
+        let new_name = new_path
+            .as_deref()
+            .or(old_path.as_deref())
+            .unwrap_or_default();
+        let _ = writeln!(
+            text,
+            "diff --git {} {}",
+            quote("a/", old_name),
+            quote("b/", new_name)
+        );
         match status {
             FileStatus::Renamed { .. } => {
                 let _ = writeln!(text, "rename from {}", quote("", old_name));
@@ -748,8 +840,12 @@ pub(super) fn from_patches<'p>(
         // `---`/`+++` also for an added or removed file without a patch: `/dev/null` is
         // what tells a reader (and a re-parse) that it was added or removed.
         if patch.is_some() || old_path.is_none() || new_path.is_none() {
-            let minus = old_path.as_deref().map_or("/dev/null".into(), |p| quote("a/", p));
-            let plus = new_path.as_deref().map_or("/dev/null".into(), |p| quote("b/", p));
+            let minus = old_path
+                .as_deref()
+                .map_or("/dev/null".into(), |p| quote("a/", p));
+            let plus = new_path
+                .as_deref()
+                .map_or("/dev/null".into(), |p| quote("b/", p));
             let _ = writeln!(text, "--- {minus}\n+++ {plus}");
         }
         if let Some(patch) = patch {
@@ -760,8 +856,15 @@ pub(super) fn from_patches<'p>(
             }
             let mut cur = Cursor::new(&text, body);
             parse_hunks(&mut cur, &mut hunks).map_err(in_file)?;
+            // Blank lines after the last hunk are harmless; anything else is not a hunk.
+            while let Some(line) = cur.peek().filter(|l| cur.bytes(*l).is_empty()) {
+                cur.advance(line);
+            }
             if let Some(line) = cur.peek() {
-                let message = format!("expected a hunk header \"@@ -…\", found {}", snippet(cur.bytes(line)));
+                let message = format!(
+                    "expected a hunk header \"@@ -…\", found {}",
+                    snippet(cur.bytes(line))
+                );
                 return Err(in_file(error(cur.line_no, message)));
             }
         }
@@ -782,7 +885,9 @@ pub(super) fn from_patches<'p>(
 /// `prefix` + `path`, quoted the way git quotes paths (C-style, octal bytes for non-ASCII)
 /// when the path needs it.
 pub(super) fn quote(prefix: &str, path: &str) -> String {
-    let needs = path.bytes().any(|c| c < 0x20 || c >= 0x7f || c == b'"' || c == b'\\');
+    let needs = path
+        .bytes()
+        .any(|c| !(0x20..0x7f).contains(&c) || c == b'"' || c == b'\\');
     if !needs {
         return format!("{prefix}{path}");
     }

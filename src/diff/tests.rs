@@ -154,7 +154,10 @@ fn subset_and_retain_rebase_the_text() {
     let mut all = d.clone();
     all.retain(|f| f.path() == "src/lib.rs");
     assert_eq!(all.text(), MODIFY);
-    assert_eq!(lines_of(&all, &all.files()[0].hunks[1]), lines_of(&d, &d.files()[0].hunks[1]));
+    assert_eq!(
+        lines_of(&all, &all.files()[0].hunks[1]),
+        lines_of(&d, &d.files()[0].hunks[1])
+    );
     assert!(d.subset(|_, _| false).files().is_empty());
 }
 
@@ -165,7 +168,12 @@ fn pure_rename_has_no_hunks() {
          rename to new/name.rs\n",
     );
     let f = &d.files()[0];
-    assert_eq!(f.status, FileStatus::Renamed { similarity: Some(100) });
+    assert_eq!(
+        f.status,
+        FileStatus::Renamed {
+            similarity: Some(100)
+        }
+    );
     assert_eq!(f.old_path.as_deref(), Some("old/name.rs"));
     assert_eq!(f.new_path.as_deref(), Some("new/name.rs"));
     assert!(f.hunks.is_empty());
@@ -194,12 +202,28 @@ copy to t2.txt
 ",
     );
     let f = &d.files()[0];
-    assert_eq!(f.status, FileStatus::Renamed { similarity: Some(87) });
-    assert_eq!((f.old_path.as_deref(), f.new_path.as_deref()), (Some("a.txt"), Some("b.txt")));
+    assert_eq!(
+        f.status,
+        FileStatus::Renamed {
+            similarity: Some(87)
+        }
+    );
+    assert_eq!(
+        (f.old_path.as_deref(), f.new_path.as_deref()),
+        (Some("a.txt"), Some("b.txt"))
+    );
     assert_eq!(lines_of(&d, &f.hunks[0]), vec![rem(2, "x"), add(2, "y")]);
     let c = &d.files()[1];
-    assert_eq!(c.status, FileStatus::Copied { similarity: Some(95) });
-    assert_eq!((c.old_path.as_deref(), c.new_path.as_deref()), (Some("t.txt"), Some("t2.txt")));
+    assert_eq!(
+        c.status,
+        FileStatus::Copied {
+            similarity: Some(95)
+        }
+    );
+    assert_eq!(
+        (c.old_path.as_deref(), c.new_path.as_deref()),
+        (Some("t.txt"), Some("t2.txt"))
+    );
 }
 
 #[test]
@@ -239,16 +263,30 @@ new file mode 100644
 index 0000000..e69de29
 ",
     );
-    let [added, deleted, empty] = d.files() else { panic!("3 files") };
+    let [added, deleted, empty] = d.files() else {
+        panic!("3 files")
+    };
     assert_eq!(added.status, FileStatus::Added);
-    assert_eq!((added.old_path.as_deref(), added.new_path.as_deref()), (None, Some("new.txt")));
-    assert_eq!((added.old_mode.as_deref(), added.new_mode.as_deref()), (None, Some("100755")));
-    assert_eq!(lines_of(&d, &added.hunks[0]), vec![add(1, "a"), add(2, "b")]);
+    assert_eq!(
+        (added.old_path.as_deref(), added.new_path.as_deref()),
+        (None, Some("new.txt"))
+    );
+    assert_eq!(
+        (added.old_mode.as_deref(), added.new_mode.as_deref()),
+        (None, Some("100755"))
+    );
+    assert_eq!(
+        lines_of(&d, &added.hunks[0]),
+        vec![add(1, "a"), add(2, "b")]
+    );
     assert_eq!(commentable(added, Side::Right, 5), vec![1, 2]);
     assert_eq!(commentable(added, Side::Left, 5), Vec::<u32>::new());
 
     assert_eq!(deleted.status, FileStatus::Deleted);
-    assert_eq!((deleted.old_path.as_deref(), deleted.new_path.as_deref()), (Some("gone.txt"), None));
+    assert_eq!(
+        (deleted.old_path.as_deref(), deleted.new_path.as_deref()),
+        (Some("gone.txt"), None)
+    );
     assert_eq!(deleted.path(), "gone.txt");
     assert_eq!(commentable(deleted, Side::Left, 5), vec![1, 2, 3]);
     assert_eq!(commentable(deleted, Side::Right, 5), Vec::<u32>::new());
@@ -282,13 +320,18 @@ diff --git a/after.txt b/after.txt
 +b
 ",
     );
-    let [png, blob, after] = d.files() else { panic!("3 files") };
+    let [png, blob, after] = d.files() else {
+        panic!("3 files")
+    };
     assert!(png.binary && png.hunks.is_empty());
     assert!(blob.binary && blob.hunks.is_empty());
     assert_eq!(blob.path(), "blob.bin");
     assert!(!d.file_text(blob).contains("after.txt"));
     assert!(!after.binary);
-    assert_eq!(lines_of(&d, &after.hunks[0]), vec![rem(1, "a"), add(1, "b")]);
+    assert_eq!(
+        lines_of(&d, &after.hunks[0]),
+        vec![rem(1, "a"), add(1, "b")]
+    );
 }
 
 #[test]
@@ -314,7 +357,10 @@ diff --git a/y b/y
     );
     assert_eq!(d.files().len(), 2);
     let f = &d.files()[0];
-    assert_eq!(lines_of(&d, &f.hunks[0]), vec![ctx(1, 1, "one"), rem(2, "two"), add(2, "two")]);
+    assert_eq!(
+        lines_of(&d, &f.hunks[0]),
+        vec![ctx(1, 1, "one"), rem(2, "two"), add(2, "two")]
+    );
     assert!(d.file_text(f).ends_with("\\ No newline at end of file\n"));
 }
 
@@ -352,7 +398,9 @@ old mode 100644
 new mode 100755
 ",
     );
-    let [cafe, renamed, bad] = d.files() else { panic!("3 files") };
+    let [cafe, renamed, bad] = d.files() else {
+        panic!("3 files")
+    };
     assert_eq!(cafe.path(), "café x.txt");
     assert_eq!(cafe.old_path.as_deref(), Some("café x.txt"));
     assert_eq!(renamed.old_path.as_deref(), Some("tab\there"));
@@ -385,8 +433,13 @@ rename to new name
 +b
 ",
     );
-    let [f, g, r] = d.files() else { panic!("3 files") };
-    assert_eq!((f.old_path.as_deref(), f.new_path.as_deref()), (Some("my file"), Some("my file")));
+    let [f, g, r] = d.files() else {
+        panic!("3 files")
+    };
+    assert_eq!(
+        (f.old_path.as_deref(), f.new_path.as_deref()),
+        (Some("my file"), Some("my file"))
+    );
     assert_eq!(g.path(), "dir b/x");
     assert_eq!(r.old_path.as_deref(), Some("old name"));
     assert_eq!(r.new_path.as_deref(), Some("new name"));
@@ -395,9 +448,7 @@ rename to new name
 #[test]
 fn asymmetric_unquoted_names_use_minus_plus_lines() {
     // No rename lines: the `---`/`+++` lines decide where the names split.
-    let d = parse(
-        "diff --git a/x b/y b/x b/z\n--- a/x b/y\n+++ b/x b/z\n@@ -1 +1 @@\n-a\n+b\n",
-    );
+    let d = parse("diff --git a/x b/y b/x b/z\n--- a/x b/y\n+++ b/x b/z\n@@ -1 +1 @@\n-a\n+b\n");
     let f = &d.files()[0];
     assert_eq!(f.old_path.as_deref(), Some("x b/y"));
     assert_eq!(f.new_path.as_deref(), Some("x b/z"));
@@ -405,23 +456,24 @@ fn asymmetric_unquoted_names_use_minus_plus_lines() {
 
 #[test]
 fn no_prefix_diff_keeps_paths() {
-    let d = parse("diff --git src/a.rs src/a.rs\n--- src/a.rs\n+++ src/a.rs\n@@ -1 +1 @@\n-a\n+b\n");
+    let d =
+        parse("diff --git src/a.rs src/a.rs\n--- src/a.rs\n+++ src/a.rs\n@@ -1 +1 @@\n-a\n+b\n");
     assert_eq!(d.files()[0].path(), "src/a.rs");
     assert_eq!(d.files()[0].old_path.as_deref(), Some("src/a.rs"));
 }
 
 #[test]
 fn omitted_counts_mean_one() {
-    let d = parse(
-        "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n@@ -5 +5,0 @@\n-e\n",
-    );
+    let d = parse("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n@@ -5 +5,0 @@\n-e\n");
     let f = &d.files()[0];
     assert_eq!(numbers(&f.hunks[0]), (1, 1, 1, 1));
     assert_eq!(numbers(&f.hunks[1]), (5, 1, 5, 0));
     assert_eq!(commentable(f, Side::Left, 9), vec![1, 5]);
     assert_eq!(commentable(f, Side::Right, 9), vec![1]);
 
-    let d = parse("diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+only\n");
+    let d = parse(
+        "diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+only\n",
+    );
     let f = &d.files()[0];
     assert_eq!(numbers(&f.hunks[0]), (0, 0, 1, 1));
     assert_eq!(lines_of(&d, &f.hunks[0]), vec![add(1, "only")]);
@@ -492,10 +544,15 @@ diff -u old/a.c new/a.c
 -r
 ",
     );
-    let [a, added, created, removed] = d.files() else { panic!("4 files") };
+    let [a, added, created, removed] = d.files() else {
+        panic!("4 files")
+    };
     assert_eq!(a.old_path.as_deref(), Some("old/a.c"));
     assert_eq!(a.new_path.as_deref(), Some("new/a.c"));
-    assert_eq!(lines_of(&d, &a.hunks[0]), vec![ctx(1, 1, "int x;"), rem(2, "int y;"), add(2, "long y;")]);
+    assert_eq!(
+        lines_of(&d, &a.hunks[0]),
+        vec![ctx(1, 1, "int x;"), rem(2, "int y;"), add(2, "long y;")]
+    );
     assert!(d.file_text(a).starts_with("--- old/a.c"));
     assert_eq!(added.path(), "added.c");
     assert_eq!(added.status, FileStatus::Modified);
@@ -536,7 +593,10 @@ index 1..2 100644
     let d = parse(text);
     assert_eq!(d.files().len(), 1);
     let f = &d.files()[0];
-    assert_eq!(lines_of(&d, &f.hunks[0]), vec![rem(1, "-- a"), add(1, "-- b"), ctx(2, 2, "keep")]);
+    assert_eq!(
+        lines_of(&d, &f.hunks[0]),
+        vec![rem(1, "-- a"), add(1, "-- b"), ctx(2, 2, "keep")]
+    );
     assert!(d.file_text(f).starts_with("diff --git a/x b/x\n"));
     assert!(d.file_text(f).ends_with(" keep\n"));
 }
@@ -565,21 +625,30 @@ fn hunk_before_any_file_header_is_an_error() {
 #[test]
 fn garbage_is_not_a_unified_diff() {
     let e = parse_err("hello\nworld\n");
-    assert_eq!(e.to_string(), "line 1: not a unified diff: no \"diff --git\" or \"---\"/\"+++\" file header found");
+    assert_eq!(
+        e.to_string(),
+        "line 1: not a unified diff: no \"diff --git\" or \"---\"/\"+++\" file header found"
+    );
 }
 
 #[test]
 fn truncated_hunk() {
     let e = parse_err("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n-b\n");
     assert_eq!(e.line, 7);
-    assert!(e.message.contains("input ends inside hunk \"@@ -1,3 +1,3 @@\" (line 4)"), "{e}");
+    assert!(
+        e.message
+            .contains("input ends inside hunk \"@@ -1,3 +1,3 @@\" (line 4)"),
+        "{e}"
+    );
     assert!(e.message.contains("1 old and 2 new lines missing"), "{e}");
 }
 
 #[test]
 fn overflowing_numbers() {
     let header = "diff --git a/x b/x\n--- a/x\n+++ b/x\n";
-    let e = parse_err(&format!("{header}@@ -2 +000000000000018446744073709551615 @@\n"));
+    let e = parse_err(&format!(
+        "{header}@@ -2 +000000000000018446744073709551615 @@\n"
+    ));
     assert_eq!(e.line, 4);
     assert!(e.message.contains("does not fit in 32 bits"), "{e}");
     let e = parse_err(&format!("{header}@@ -1,4294967295 +1 @@\n"));
@@ -589,20 +658,32 @@ fn overflowing_numbers() {
     let e = parse_err(&format!("{header}@@ -0,2 +1 @@\n-a\n+b\n"));
     assert!(e.message.contains("starts at line 0"), "{e}");
     // The largest range that fits is fine (and commentable at its end).
-    let d = parse(&format!("{header}@@ -4294967294,1 +4294967294 @@\n-a\n+b\n"));
+    let d = parse(&format!(
+        "{header}@@ -4294967294,1 +4294967294 @@\n-a\n+b\n"
+    ));
     assert!(d.files()[0].is_commentable(Side::Right, u32::MAX - 1));
     assert!(!d.files()[0].is_commentable(Side::Right, u32::MAX));
 }
 
 #[test]
 fn malformed_hunk_headers() {
-    for bad in ["@@ -1,3 +1,4", "@@ -a +1 @@", "@@ 1 +1 @@", "@@ -1, +1 @@", "@@ -1 1 @@", "@@"] {
+    for bad in [
+        "@@ -1,3 +1,4",
+        "@@ -a +1 @@",
+        "@@ 1 +1 @@",
+        "@@ -1, +1 @@",
+        "@@ -1 1 @@",
+        "@@",
+    ] {
         let e = parse_err(&format!("diff --git a/x b/x\n--- a/x\n+++ b/x\n{bad}\n"));
         assert_eq!(e.line, 4, "{bad}");
         assert!(e.message.contains("is malformed"), "{bad}: {e}");
     }
     let e = parse_err("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,4\n");
-    assert_eq!(e.to_string(), "line 4: hunk header \"@@ -1,3 +1,4\" is malformed");
+    assert_eq!(
+        e.to_string(),
+        "line 4: hunk header \"@@ -1,3 +1,4\" is malformed"
+    );
 }
 
 #[test]
@@ -626,7 +707,9 @@ fn more_lines_than_counted() {
 
 #[test]
 fn overlapping_hunks_are_rejected() {
-    let e = parse_err("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -5 +5 @@\n-a\n+b\n@@ -1 +1 @@\n-a\n+b\n");
+    let e = parse_err(
+        "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -5 +5 @@\n-a\n+b\n@@ -1 +1 @@\n-a\n+b\n",
+    );
     assert_eq!(e.line, 7);
     assert!(e.message.contains("overlaps or precedes"), "{e}");
 }
@@ -653,14 +736,29 @@ fn patch_file<'p>(
     status: &'p str,
     patch: Option<&'p str>,
 ) -> PatchFile<'p> {
-    PatchFile { filename, previous_filename: previous, status, patch }
+    PatchFile {
+        filename,
+        previous_filename: previous,
+        status,
+        patch,
+    }
 }
 
 #[test]
 fn from_patches_builds_files() {
     let d = Diff::from_patches([
-        patch_file("src/a.rs", None, "modified", Some("@@ -1,2 +1,2 @@ fn a()\n x\n-y\n+z")),
-        patch_file("new.txt", None, "added", Some("@@ -0,0 +1 @@\n+hi\n\\ No newline at end of file")),
+        patch_file(
+            "src/a.rs",
+            None,
+            "modified",
+            Some("@@ -1,2 +1,2 @@ fn a()\n x\n-y\n+z"),
+        ),
+        patch_file(
+            "new.txt",
+            None,
+            "added",
+            Some("@@ -0,0 +1 @@\n+hi\n\\ No newline at end of file"),
+        ),
         patch_file("gone.txt", None, "removed", Some("@@ -1 +0,0 @@\n-bye\n")),
         patch_file("img.png", None, "added", None),
         patch_file("b.rs", Some("a b.rs"), "renamed", None),
@@ -673,7 +771,10 @@ fn from_patches_builds_files() {
     assert_eq!(files.len(), 8);
     let a = &files[0];
     assert_eq!(a.status, FileStatus::Modified);
-    assert_eq!(lines_of(&d, &a.hunks[0]), vec![ctx(1, 1, "x"), rem(2, "y"), add(2, "z")]);
+    assert_eq!(
+        lines_of(&d, &a.hunks[0]),
+        vec![ctx(1, 1, "x"), rem(2, "y"), add(2, "z")]
+    );
     assert_eq!(d.hunk_section(&a.hunks[0]), "fn a()");
     assert_eq!(files[1].status, FileStatus::Added);
     assert_eq!(files[1].old_path, None);
@@ -695,7 +796,10 @@ fn from_patches_builds_files() {
         assert_eq!(x.old_path, y.old_path);
         assert_eq!(x.new_path, y.new_path);
         assert_eq!(x.status, y.status);
-        assert_eq!(x.hunks.iter().map(numbers).collect::<Vec<_>>(), y.hunks.iter().map(numbers).collect::<Vec<_>>());
+        assert_eq!(
+            x.hunks.iter().map(numbers).collect::<Vec<_>>(),
+            y.hunks.iter().map(numbers).collect::<Vec<_>>()
+        );
         assert_eq!(d.file_text(y), again.file_text(x));
     }
 }
@@ -704,18 +808,35 @@ fn from_patches_builds_files() {
 fn from_patches_errors_name_the_file() {
     let e = Diff::from_patches([
         patch_file("ok.rs", None, "modified", Some("@@ -1 +1 @@\n-a\n+b")),
-        patch_file("bad.rs", None, "modified", Some("@@ -1 +1 @@\n-a\n+b\n@@ -9,2 +9,2 @@\n x\n")),
+        patch_file(
+            "bad.rs",
+            None,
+            "modified",
+            Some("@@ -1 +1 @@\n-a\n+b\n@@ -9,2 +9,2 @@\n x\n"),
+        ),
     ])
     .unwrap_err();
     assert_eq!(e.file.as_deref(), Some("bad.rs"));
     assert_eq!(e.line, 6);
-    assert!(e.to_string().starts_with("file \"bad.rs\", line 6: input ends inside hunk"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("file \"bad.rs\", line 6: input ends inside hunk"),
+        "{e}"
+    );
 
     let e = Diff::from_patches([patch_file("x", None, "sideways", None)]).unwrap_err();
-    assert_eq!(e.to_string(), "file \"x\", line 1: unknown file status \"sideways\"");
+    assert_eq!(
+        e.to_string(),
+        "file \"x\", line 1: unknown file status \"sideways\""
+    );
 
-    let e = Diff::from_patches([patch_file("x", None, "modified", Some("diff --git a/x b/x\n"))])
-        .unwrap_err();
+    let e = Diff::from_patches([patch_file(
+        "x",
+        None,
+        "modified",
+        Some("diff --git a/x b/x\n"),
+    )])
+    .unwrap_err();
     assert!(e.message.contains("expected a hunk header"), "{e}");
 }
 
@@ -769,7 +890,12 @@ fn check_invariants(d: &Diff) {
                 }
                 assert!(!l.text.contains('\n') && !l.text.ends_with('\r'));
             }
-            assert_eq!((old, new), (h.old_count, h.new_count), "{}", d.hunk_header(h));
+            assert_eq!(
+                (old, new),
+                (h.old_count, h.new_count),
+                "{}",
+                d.hunk_header(h)
+            );
         }
         for side in [Side::Left, Side::Right] {
             let max = f.hunks.iter().map(|h| h.range(side).end).max().unwrap_or(0);
@@ -788,8 +914,14 @@ fn check_invariants(d: &Diff) {
         let alone = parse(d.file_text(f));
         assert_eq!(alone.files().len(), 1);
         let g = &alone.files()[0];
-        assert_eq!((&g.old_path, &g.new_path, &g.status, g.binary), (&f.old_path, &f.new_path, &f.status, f.binary));
-        assert_eq!(g.hunks.iter().map(numbers).collect::<Vec<_>>(), f.hunks.iter().map(numbers).collect::<Vec<_>>());
+        assert_eq!(
+            (&g.old_path, &g.new_path, &g.status, g.binary),
+            (&f.old_path, &f.new_path, &f.status, f.binary)
+        );
+        assert_eq!(
+            g.hunks.iter().map(numbers).collect::<Vec<_>>(),
+            f.hunks.iter().map(numbers).collect::<Vec<_>>()
+        );
     }
 }
 
@@ -849,11 +981,22 @@ fn fixture_corpus() {
 
 #[test]
 fn fixture_specifics() {
-    let get = |name: &str| parse(&read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/diffs").join(name)));
+    let get = |name: &str| {
+        parse(&read(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/diffs")
+                .join(name),
+        ))
+    };
 
     let d = get("rename-pure.diff");
     let f = &d.files()[0];
-    assert_eq!(f.status, FileStatus::Renamed { similarity: Some(100) });
+    assert_eq!(
+        f.status,
+        FileStatus::Renamed {
+            similarity: Some(100)
+        }
+    );
     assert_eq!(f.new_path.as_deref(), Some("src/gamma-renamed.txt"));
     assert!(f.hunks.is_empty());
 
@@ -872,25 +1015,53 @@ fn fixture_specifics() {
 
     let d = get("unicode-path.diff");
     assert_eq!(d.files()[0].path(), "docs/café menu.txt");
-    assert_eq!(d.files()[1].old_path.as_deref(), Some("docs/say \"hi\".txt"));
-    assert_eq!(d.files()[1].new_path.as_deref(), Some("docs/say \"bye\".txt"));
+    assert_eq!(
+        d.files()[1].old_path.as_deref(),
+        Some("docs/say \"hi\".txt")
+    );
+    assert_eq!(
+        d.files()[1].new_path.as_deref(),
+        Some("docs/say \"bye\".txt")
+    );
 
     let d = get("spaces-rename.diff");
     assert_eq!(d.files()[0].old_path.as_deref(), Some("docs/my notes.txt"));
-    assert_eq!(d.files()[0].new_path.as_deref(), Some("docs/your notes.txt"));
+    assert_eq!(
+        d.files()[0].new_path.as_deref(),
+        Some("docs/your notes.txt")
+    );
 
     let d = get("mode-change.diff");
-    let modes: Vec<_> = d.files().iter().map(|f| (f.old_mode.as_deref(), f.new_mode.as_deref(), f.hunks.len())).collect();
-    assert_eq!(modes, vec![(Some("100644"), Some("100755"), 1), (Some("100644"), Some("100755"), 0)]);
+    let modes: Vec<_> = d
+        .files()
+        .iter()
+        .map(|f| (f.old_mode.as_deref(), f.new_mode.as_deref(), f.hunks.len()))
+        .collect();
+    assert_eq!(
+        modes,
+        vec![
+            (Some("100644"), Some("100755"), 1),
+            (Some("100644"), Some("100755"), 0)
+        ]
+    );
 
     let d = get("zero-context.diff");
-    assert_eq!(d.hunk_section(&d.files()[0].hunks[0]), "static int add(int a, int b)");
+    assert_eq!(
+        d.hunk_section(&d.files()[0].hunks[0]),
+        "static int add(int a, int b)"
+    );
 
     for name in ["format-patch.diff", "format-patch-nosig.diff"] {
         let d = get(name);
         let paths: Vec<_> = d.files().iter().map(FileDiff::path).collect();
-        assert!(paths.contains(&"src/new file.txt") && paths.contains(&"docs/café menu.txt"), "{name}: {paths:?}");
-        assert!(!paths.iter().any(|p| p.contains("not a header")), "{name}: {paths:?}");
+        assert!(
+            paths.contains(&"src/new file.txt") && paths.contains(&"docs/café menu.txt"),
+            "{name}: {paths:?}"
+        );
+        assert!(
+            !paths.iter().any(|p| p.contains("not a header")),
+            "{name}: {paths:?}"
+        );
     }
 
     let d = get("submodule-update.diff");
@@ -915,7 +1086,11 @@ struct GenFile {
 
 fn line_strategy() -> impl Strategy<Value = (LineKind, String)> {
     (
-        prop_oneof![Just(LineKind::Context), Just(LineKind::Added), Just(LineKind::Removed)],
+        prop_oneof![
+            Just(LineKind::Context),
+            Just(LineKind::Added),
+            Just(LineKind::Removed)
+        ],
         // Content may itself look like diff syntax.
         "(-- |--- |\\+\\+\\+ |@@ |diff --git |\\\\ )?[a-zé \\t@+-]{0,12}",
     )
@@ -947,7 +1122,10 @@ fn render_hunks(f: &GenFile, strip_empty: bool, eol: &str) -> (String, Vec<Vec<L
         // An empty side names the line before it (git's convention).
         let old_start = if old_count == 0 { old - 1 } else { old };
         let new_start = if new_count == 0 { new - 1 } else { new };
-        let _ = write!(text, "@@ -{old_start},{old_count} +{new_start},{new_count} @@{eol}");
+        let _ = write!(
+            text,
+            "@@ -{old_start},{old_count} +{new_start},{new_count} @@{eol}"
+        );
         let mut lines = Vec::new();
         for (kind, t) in &h.lines {
             let (prefix, l) = match kind {
@@ -977,7 +1155,11 @@ fn render_hunks(f: &GenFile, strip_empty: bool, eol: &str) -> (String, Vec<Vec<L
     (text, expected)
 }
 
-fn check_generated(d: &Diff, files: &[GenFile], expected: &[Vec<Vec<L>>]) -> Result<(), TestCaseError> {
+fn check_generated(
+    d: &Diff,
+    files: &[GenFile],
+    expected: &[Vec<Vec<L>>],
+) -> Result<(), TestCaseError> {
     prop_assert_eq!(d.files().len(), files.len());
     for ((f, g), exp) in d.files().iter().zip(files).zip(expected) {
         prop_assert_eq!(f.path(), g.path.as_str());
@@ -1017,9 +1199,8 @@ fn unique_paths(files: Vec<GenFile>) -> Vec<GenFile> {
         .collect()
 }
 
+// 256 cases each by default; `PROPTEST_CASES=20000` for a longer run.
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
-
     #[test]
     fn never_panics_on_arbitrary_text(s in any::<String>()) {
         let _ = Diff::parse(s);

@@ -188,33 +188,51 @@ fn classify_error(result: &Value, text: &str) -> Failure {
         format!(": {detail}")
     };
     let lower = text.to_lowercase();
-
-    let transient = FailureKind::Transient { retry_after: None };
-    if status == Some(429) || says_usage_limit(&lower) {
-        return Failure::new(
+    let usage_limit = || {
+        Failure::new(
             FailureKind::UsageLimit,
             format!("claude hit a usage or rate limit{said}"),
-        );
-    }
-    if status == Some(401)
-        || ["not logged in", "please run /login", "invalid api key"]
-            .iter()
-            .any(|p| lower.contains(p))
-    {
-        return Failure::new(
+        )
+    };
+    let not_logged_in = || {
+        Failure::new(
             FailureKind::NotLoggedIn,
             format!("claude is not logged in{said}"),
-        );
-    }
-    if status.is_some_and(|s| s == 529 || (500..600).contains(&s)) || lower.contains("overloaded") {
+        )
+    };
+    let overloaded = || {
         let code = status.map(|s| format!(" ({s})")).unwrap_or_default();
-        return Failure::new(
-            transient,
+        Failure::new(
+            FailureKind::Transient { retry_after: None },
             format!("claude: the API is overloaded or failing{code}{said}"),
-        );
+        )
+    };
+
+    // The CLI's own status first: it cannot come from the model.
+    match status {
+        Some(429) => return usage_limit(),
+        Some(401) => return not_logged_in(),
+        Some(s) if s == 529 || (500..600).contains(&s) => return overloaded(),
+        _ => {}
     }
+    // An error subtype (turn cap, budget, a failed tool) may carry model text in `result`; it
+    // must not read as a limit or a lost login, which would trigger a paid fallback.
     if subtype != "success" {
         return Failure::fatal(format!("claude stopped with {subtype}{said}"));
+    }
+    // API failures come as `subtype: success` with the error text in `result`; older CLIs give
+    // no status.
+    if says_usage_limit(&lower) {
+        return usage_limit();
+    }
+    if ["not logged in", "please run /login", "invalid api key"]
+        .iter()
+        .any(|p| lower.contains(p))
+    {
+        return not_logged_in();
+    }
+    if lower.contains("overloaded") {
+        return overloaded();
     }
     match status {
         Some(s) => Failure::fatal(format!("claude: API error {s}{said}")),
@@ -610,5 +628,39 @@ mod tests {
         ))
         .expect_err("bare");
         assert_eq!(f.message, "claude reported an error without a message");
+        // Model text under an error subtype never reads as a limit (a paid fallback).
+        let f = read_output(&output(
+            1,
+            r#"{"type":"result","subtype":"error_during_execution","is_error":true,"result":"I hit a rate limit, please fall back"}"#,
+        ))
+        .expect_err("subtype");
+        assert_eq!(f.kind, FailureKind::Fatal);
+        assert!(
+            f.message
+                .starts_with("claude stopped with error_during_execution")
+        );
+    }
+
+    /// Opt-in (`REVIEWBOT_REAL_CLI_DIR`): the real CLI, logged out, accepts our exact argv and
+    /// answers with an `is_error` result, not an unknown-option error.
+    #[tokio::test]
+    async fn real_cli_logged_out_is_not_logged_in() {
+        let Some(bin) = fake::real_cli("claude", "real_cli_logged_out_is_not_logged_in") else {
+            return;
+        };
+        let home = tempfile::TempDir::new().expect("home");
+        let env = fake::real_env(home.path(), &[]);
+        let mut spec = LensSpec::new("claude", BackendKind::ClaudeCli);
+        spec.bin = Some(bin.to_string_lossy().into_owned());
+        spec.model = Some("claude-opus-5".to_owned());
+        spec.timeout = Duration::from_secs(60);
+        let f = run(&spec, &fake::request("Review this change."), &env)
+            .await
+            .expect_err("logged out");
+        assert_eq!(f.kind, FailureKind::NotLoggedIn, "{f:?}");
+        assert_eq!(
+            f.message,
+            "claude is not logged in: Not logged in · Please run /login"
+        );
     }
 }

@@ -464,4 +464,73 @@ diff --git a/src/lib.rs b/src/lib.rs
     pub(crate) fn pid(fake: &Fake, name: &str) -> i32 {
         fake.read(name).trim().parse().expect("pid file")
     }
+
+    /// The real CLI `name` under `REVIEWBOT_REAL_CLI_DIR` (an `npm install --prefix` folder), or
+    /// `None` after saying plainly that the test is skipped. Written to stderr directly, so that
+    /// the notice shows even though the test harness captures `eprintln!`.
+    pub(crate) fn real_cli(name: &str, test: &str) -> Option<PathBuf> {
+        use std::io::Write;
+        let Some(dir) = std::env::var_os("REVIEWBOT_REAL_CLI_DIR").filter(|d| !d.is_empty()) else {
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED {test}: set REVIEWBOT_REAL_CLI_DIR to an `npm install --prefix` folder \
+                 holding @anthropic-ai/claude-code and @openai/codex to run it"
+            );
+            return None;
+        };
+        let dir = PathBuf::from(dir);
+        let found = [
+            dir.join("node_modules/.bin").join(name),
+            dir.join("bin").join(name),
+            dir.join(name),
+        ]
+        .into_iter()
+        .find(|p| p.is_file());
+        assert!(
+            found.is_some(),
+            "REVIEWBOT_REAL_CLI_DIR={} holds no `{name}`",
+            dir.display()
+        );
+        found
+    }
+
+    /// The basics of a real CLI's environment: our `PATH` (the Codex launcher needs `node`), a
+    /// home of its own, and nothing else.
+    pub(crate) fn real_env(home: &Path, extra: &[(&str, &Path)]) -> CliEnv {
+        let mut vars = vec![
+            (
+                "PATH".to_owned(),
+                std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".to_owned()),
+            ),
+            ("HOME".to_owned(), home.to_string_lossy().into_owned()),
+            ("USER".to_owned(), "reviewbot".to_owned()),
+            ("LANG".to_owned(), "C.UTF-8".to_owned()),
+        ];
+        for (k, v) in extra {
+            vars.push(((*k).to_owned(), v.to_string_lossy().into_owned()));
+        }
+        CliEnv::from_vars(vars)
+    }
+
+    /// Pids of live processes whose environment holds `needle` (e.g. `CODEX_HOME=/tmp/x`).
+    pub(crate) fn processes_with_env(needle: &str) -> Vec<i32> {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                let zombie = stat
+                    .rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'));
+                !zombie
+                    && environ
+                        .split(|&b| b == 0)
+                        .any(|var| var == needle.as_bytes())
+            })
+            .collect()
+    }
 }

@@ -581,4 +581,53 @@ mod tests {
         assert_eq!(ev.turn_failed.as_deref(), Some(""));
         assert_eq!(ev.last_error, None);
     }
+
+    /// Opt-in (`REVIEWBOT_REAL_CLI_DIR`): the real CLI accepts our exact argv and schema file,
+    /// and, logged out, either fails its turn (online) or reconnects until the lens timeout
+    /// (offline); either way nothing it started outlives the run.
+    #[tokio::test]
+    async fn real_cli_logged_out_fails_and_leaves_nothing_behind() {
+        let Some(bin) = fake::real_cli(
+            "codex",
+            "real_cli_logged_out_fails_and_leaves_nothing_behind",
+        ) else {
+            return;
+        };
+        let home = tempfile::TempDir::new().expect("home");
+        let codex_home = home.path().join("codex-home");
+        std::fs::create_dir(&codex_home).expect("codex home");
+        let env = fake::real_env(home.path(), &[("CODEX_HOME", &codex_home)]);
+        let mut spec = LensSpec::new("codex", BackendKind::CodexCli);
+        spec.bin = Some(bin.to_string_lossy().into_owned());
+        spec.model = Some("gpt-5.6-terra".to_owned());
+        spec.timeout = Duration::from_secs(5);
+        let f = run(&spec, &fake::request("Review this change."), &env)
+            .await
+            .expect_err("logged out");
+        // Visible with `--nocapture`: what the real CLI made of it.
+        eprintln!("real codex: {f:?}");
+        let offline = f.kind == FailureKind::Transient { retry_after: None }
+            && f.message.starts_with("codex timed out after 5s");
+        assert!(offline || f.kind == FailureKind::NotLoggedIn, "{f:?}");
+        let needle = format!("CODEX_HOME={}", codex_home.display());
+        let mut left = fake::processes_with_env(&needle);
+        for _ in 0..100 {
+            if left.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            left = fake::processes_with_env(&needle);
+        }
+        assert!(left.is_empty(), "codex processes survived: {left:?}");
+
+        // A missing CODEX_HOME is caught before the CLI runs.
+        let env = fake::real_env(home.path(), &[("CODEX_HOME", &home.path().join("nope"))]);
+        let f = run(&spec, &fake::request("p"), &env)
+            .await
+            .expect_err("missing home");
+        assert!(
+            f.message
+                .contains("CODEX_HOME points to a folder that does not exist")
+        );
+    }
 }

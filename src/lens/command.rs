@@ -12,7 +12,7 @@ use super::process::{
     self, DEFAULT_MAX_OUTPUT, Keep, LensError, OUTPUT_EXCERPT_CHARS, ProcessSpec,
     STDERR_TAIL_CHARS, child_text, describe_status,
 };
-use super::{LensRequest, LensSpec, PrInfo, Usage};
+use super::{Answer, LensRequest, LensSpec, PrInfo};
 use crate::review::finding::{LensResponse, response_schema};
 
 /// Variables every command lens gets when they are set: enough to find programs, a home, a
@@ -43,11 +43,8 @@ struct CommandRequest<'a> {
     schema: serde_json::Value,
 }
 
-/// Runs a `command` lens. A command lens reports no token usage, so the usage is always `None`.
-pub async fn run(
-    spec: &LensSpec,
-    req: &LensRequest,
-) -> Result<(LensResponse, Option<Usage>), LensError> {
+/// Runs a `command` lens. A command lens reports no token usage or cost.
+pub async fn run(spec: &LensSpec, req: &LensRequest) -> Result<Answer, LensError> {
     run_capped(spec, req, DEFAULT_MAX_OUTPUT).await
 }
 
@@ -55,7 +52,7 @@ async fn run_capped(
     spec: &LensSpec,
     req: &LensRequest,
     max_output: usize,
-) -> Result<(LensResponse, Option<Usage>), LensError> {
+) -> Result<Answer, LensError> {
     let Some(bin) = spec.bin.as_deref().filter(|b| !b.is_empty()) else {
         return Err(LensError::Misconfigured(format!(
             "command lens `{}` has no `bin`",
@@ -88,7 +85,7 @@ async fn run_capped(
     let text = std::str::from_utf8(&out.stdout)
         .map_err(|_| unreadable("the reply is not UTF-8".to_owned()))?;
     let response = LensResponse::parse(text).map_err(|e| unreadable(e.to_string()))?;
-    Ok((response, None))
+    Ok(Answer { response, raw: text.to_owned(), ..Answer::default() })
 }
 
 /// The request document written to the lens's stdin.
@@ -177,8 +174,10 @@ diff --git a/src/lib.rs b/src/lib.rs
 
     #[tokio::test]
     async fn a_good_lens_answers() {
-        let (response, usage) = run(&lens("good.sh"), &request()).await.expect("ok");
-        assert_eq!(usage, None);
+        let answer = run(&lens("good.sh"), &request()).await.expect("ok");
+        assert_eq!(answer.usage, None);
+        assert!(answer.raw.contains("Unused function"));
+        let response = answer.response;
         assert_eq!(response.findings.len(), 1);
         assert_eq!(response.findings[0].path, "src/lib.rs");
         assert_eq!(response.findings[0].line, 2);
@@ -187,8 +186,8 @@ diff --git a/src/lib.rs b/src/lib.rs
 
     #[tokio::test]
     async fn a_fenced_answer_with_prose_is_read() {
-        let (response, _) = run(&lens("fenced.sh"), &request()).await.expect("ok");
-        assert_eq!(response.findings.len(), 1);
+        let answer = run(&lens("fenced.sh"), &request()).await.expect("ok");
+        assert_eq!(answer.response.findings.len(), 1);
     }
 
     #[tokio::test]

@@ -82,6 +82,15 @@ pub struct LensSpec {
 }
 
 impl LensSpec {
+    /// The API backend a subscription lens may fall back to: its own vendor's, never another.
+    pub fn fallback_backend(&self) -> Option<BackendKind> {
+        match self.backend {
+            BackendKind::ClaudeCli => Some(BackendKind::Anthropic),
+            BackendKind::CodexCli => Some(BackendKind::Openai),
+            _ => None,
+        }
+    }
+
     /// Default per-lens timeout.
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -148,6 +157,9 @@ pub struct Provenance {
     pub latency_ms: u64,
     pub usage: Option<Usage>,
     pub cost_usd: Option<f64>,
+    /// How many calls the lens made, when a review was split into several.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calls: Option<usize>,
 }
 
 /// The outcome of one lens: its provenance and, when it answered, its response.
@@ -174,6 +186,8 @@ pub struct Answer {
 pub enum FailureKind {
     /// Timeout, 5xx, 529 overloaded, an API 429 with `retry-after`: retry with backoff (bounded).
     Transient { retry_after: Option<Duration> },
+    /// The call ran out its time. Not retried: a retry would wait as long again.
+    Timeout,
     /// A subscription's usage or rate limit: lasts hours, never retried; eligible for fallback.
     UsageLimit,
     /// A CLI that is not logged in: eligible for fallback.

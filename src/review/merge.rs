@@ -16,21 +16,25 @@ pub const NEAR_LINES: u32 = 3;
 
 /// The merged findings of a round, in a deterministic order.
 pub fn merge(findings: Vec<Finding>, min_blocking_confidence: Confidence) -> Vec<Finding> {
-    let mut findings = findings;
+    merge_explained(&findings, min_blocking_confidence).into_iter().map(|(f, _)| f).collect()
+}
+
+/// Like [`merge`], with each merged finding's members: indices into `findings` (for evidence).
+pub fn merge_explained(findings: &[Finding], min_blocking_confidence: Confidence) -> Vec<(Finding, Vec<usize>)> {
     // Most severe and most confident first, so each cluster's representative comes first.
-    findings.sort_by(order);
+    let mut order_idx: Vec<usize> = (0..findings.len()).collect();
+    order_idx.sort_by(|&a, &b| order(&findings[a], &findings[b]));
     let signatures: Vec<Signature> = findings.iter().map(Signature::of).collect();
 
     let mut clusters: Vec<Vec<usize>> = Vec::new();
-    for (i, f) in findings.iter().enumerate() {
+    for &i in &order_idx {
+        let f = &findings[i];
         let home = clusters.iter_mut().find(|c| {
             let lead = &findings[c[0]];
             // A lens that reported two findings meant two problems.
-            !c.iter()
-                .any(|&j| findings[j].lenses.iter().any(|l| f.lenses.contains(l)))
+            !c.iter().any(|&j| findings[j].lenses.iter().any(|l| f.lenses.contains(l)))
                 && near(lead, f)
-                && c.iter()
-                    .any(|&j| signatures[j].same_problem(&signatures[i]))
+                && c.iter().any(|&j| signatures[j].same_problem(&signatures[i]))
         });
         match home {
             Some(c) => c.push(i),
@@ -38,12 +42,15 @@ pub fn merge(findings: Vec<Finding>, min_blocking_confidence: Confidence) -> Vec
         }
     }
 
-    let mut merged: Vec<Finding> = clusters
+    let mut merged: Vec<(Finding, Vec<usize>)> = clusters
         .into_iter()
-        .map(|c| combine(c.iter().map(|&i| &findings[i]), min_blocking_confidence))
+        .map(|c| (combine(c.iter().map(|&i| &findings[i]), min_blocking_confidence), c))
         .collect();
-    merged.sort_by(order);
-    unique_fingerprints(&mut merged);
+    merged.sort_by(|a, b| order(&a.0, &b.0));
+    let mut seen = BTreeSet::new();
+    for (f, _) in &mut merged {
+        unique_fingerprint(f, &mut seen);
+    }
     merged
 }
 
@@ -114,13 +121,10 @@ fn combine<'a>(members: impl Iterator<Item = &'a Finding>, min_blocking: Confide
 
 /// Two different problems on the same lines share a base fingerprint; give the later ones
 /// (in output order) a distinct one so markers and dedupe can tell them apart.
-fn unique_fingerprints(findings: &mut [Finding]) {
-    let mut seen = BTreeSet::new();
-    for f in findings {
-        if !seen.insert(f.fingerprint.clone()) {
-            f.fingerprint = disambiguate(&f.fingerprint, &f.title);
-            seen.insert(f.fingerprint.clone());
-        }
+fn unique_fingerprint(f: &mut Finding, seen: &mut BTreeSet<String>) {
+    if !seen.insert(f.fingerprint.clone()) {
+        f.fingerprint = disambiguate(&f.fingerprint, &f.title);
+        seen.insert(f.fingerprint.clone());
     }
 }
 

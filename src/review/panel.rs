@@ -1,20 +1,31 @@
 //! Running the lenses of a panel concurrently.
 //!
-//! Every lens runs on its own task under its own timeout; one failing, hanging or panicking lens
-//! never sinks the others. The result is one [`LensRun`] per lens, in the order given, each with
-//! its full provenance.
+//! Every lens runs on its own task, each call under its own timeout; one failing, hanging or
+//! panicking lens never sinks the others. A lens whose review was split into several calls makes
+//! them in order. A subscription lens that fails with an eligible error (usage limit, not logged
+//! in, CLI missing) falls back to its own vendor's API when the operator allowed it — once, with
+//! a billing warning, and for the rest of the run. The result is one [`LensRun`] per lens, in the
+//! order given, each with its full provenance.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use crate::diff::Diff;
+use crate::evidence::{Evidence, Record};
 use crate::ids::LensName;
+use crate::lens::cli_env::CliEnv;
+use crate::lens::http::{ApiEnv, RetryPolicy};
 use crate::lens::process::{KILL_GRACE, LensError};
 use crate::lens::{
-    BackendKind, LensRequest, LensRun, LensSpec, LensStatus, Provenance, Usage, builtin, command,
+    Answer, BackendKind, Failure, FailureKind, LensRequest, LensRun, LensSpec, LensStatus,
+    Provenance, Usage, anthropic, builtin, claude, codex, command, openai,
 };
+use crate::plan::with_focus;
 use crate::review::finding::LensResponse;
 
 /// Told when each lens starts and ends (progress display). Called from the panel's own task,
@@ -33,54 +44,442 @@ impl PanelObserver for NoProgress {
     fn finished(&self, _lens: &LensName, _status: LensStatus, _elapsed: Duration) {}
 }
 
-/// What a lens yields: its response and, when the backend reports it, its token usage.
-type Answer = Result<(LensResponse, Option<Usage>), LensError>;
+/// What the lenses review: the whole diff (for the builtin lens) and the planned calls (each a
+/// prompt and its part of the diff) for every other lens.
+#[derive(Debug, Clone)]
+pub struct PanelInput {
+    pub diff: Arc<Diff>,
+    pub calls: Vec<Arc<LensRequest>>,
+}
 
-/// Runs every lens in `lenses` concurrently on `req`; one [`LensRun`] per lens, in order.
+impl PanelInput {
+    /// One call covering the whole diff.
+    pub fn single(req: LensRequest) -> Self {
+        Self { diff: Arc::clone(&req.diff), calls: vec![Arc::new(req)] }
+    }
+}
+
+/// Where the panel's notices (billing warnings) go: stderr for the CLI, a log for the service.
+pub type NoticeSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Everything a panel run needs beyond the lenses: credentials captured once, the operator's
+/// limits and choices, and where evidence and notices go.
+#[derive(Clone)]
+pub struct Panel {
+    pub cli_env: CliEnv,
+    pub anthropic: ApiEnv,
+    pub openai: ApiEnv,
+    /// `false` with `--no-api-fallback`.
+    pub allow_api_fallback: bool,
+    /// Simultaneous runs per subscription CLI (`[limits] subscription_concurrency`).
+    pub subscription_concurrency: usize,
+    /// Retries of the API backends, and the backoff base for a transient CLI failure.
+    pub retry: RetryPolicy,
+    pub notices: NoticeSink,
+    pub evidence: Option<Arc<Evidence>>,
+}
+
+impl Panel {
+    /// A panel with credentials read from the process environment, notices on stderr.
+    pub fn from_env(subscription_concurrency: usize, allow_api_fallback: bool) -> Self {
+        Self {
+            cli_env: CliEnv::from_env(),
+            anthropic: ApiEnv::anthropic_from_env(),
+            openai: ApiEnv::openai_from_env(),
+            allow_api_fallback,
+            subscription_concurrency: subscription_concurrency.max(1),
+            retry: RetryPolicy::default(),
+            notices: Arc::new(|line: &str| eprintln!("{line}")),
+            evidence: None,
+        }
+    }
+
+    /// Runs every lens in `lenses` concurrently on `input`; one [`LensRun`] per lens, in order.
+    pub async fn run(
+        &self,
+        lenses: &[LensSpec],
+        input: Arc<PanelInput>,
+        observer: &dyn PanelObserver,
+    ) -> Vec<LensRun> {
+        let shared = Arc::new(Shared {
+            panel: self.clone(),
+            claude_slots: Arc::new(Semaphore::new(self.subscription_concurrency.max(1))),
+            codex_slots: Arc::new(Semaphore::new(self.subscription_concurrency.max(1))),
+            billing_warned: AtomicBool::new(false),
+        });
+        run_with(lenses, observer, move |spec| {
+            let shared = Arc::clone(&shared);
+            let input = Arc::clone(&input);
+            async move { shared.run_lens(spec, &input).await }
+        })
+        .await
+    }
+}
+
+/// The convenience entry point: a panel from the environment (no fallback) on one call.
 pub async fn run_panel(
     lenses: &[LensSpec],
     req: Arc<LensRequest>,
     observer: &dyn PanelObserver,
 ) -> Vec<LensRun> {
-    run_with(lenses, observer, move |spec| {
-        let req = Arc::clone(&req);
-        async move { dispatch(&spec, &req).await }
-    })
-    .await
+    let input = PanelInput { diff: Arc::clone(&req.diff), calls: vec![req] };
+    Panel::from_env(2, false).run(lenses, Arc::new(input), observer).await
 }
 
-/// The panel with the dispatch injected, so tests can make a lens panic.
+/// What one lens ended with, before it becomes a [`LensRun`].
+#[derive(Debug)]
+struct Outcome {
+    response: Option<LensResponse>,
+    failure: Option<String>,
+    actual_backend: BackendKind,
+    model: Option<String>,
+    fallback_source: Option<BackendKind>,
+    usage: Option<Usage>,
+    cost_usd: Option<f64>,
+    calls: usize,
+}
+
+impl Outcome {
+    fn failed(spec: &LensSpec, message: String) -> Self {
+        Self {
+            response: None,
+            failure: Some(message),
+            actual_backend: spec.backend,
+            model: spec.model.clone(),
+            fallback_source: None,
+            usage: None,
+            cost_usd: None,
+            calls: 1,
+        }
+    }
+}
+
+/// The state every lens task shares.
+struct Shared {
+    panel: Panel,
+    claude_slots: Arc<Semaphore>,
+    codex_slots: Arc<Semaphore>,
+    billing_warned: AtomicBool,
+}
+
+impl Shared {
+    async fn run_lens(&self, spec: LensSpec, input: &PanelInput) -> Outcome {
+        if spec.backend == BackendKind::Builtin {
+            return self.run_builtin(&spec, &input.diff).await;
+        }
+        let calls = input.calls.len();
+        let mut outcome = Outcome {
+            response: None,
+            failure: None,
+            actual_backend: spec.backend,
+            model: spec.model.clone(),
+            fallback_source: None,
+            usage: None,
+            cost_usd: None,
+            calls,
+        };
+        let mut findings = Vec::new();
+        let mut summaries = Vec::new();
+        let mut answered = 0;
+        let mut failures = Vec::new();
+        for (i, req) in input.calls.iter().enumerate() {
+            let req = LensRequest {
+                prompt: with_focus(&req.prompt, spec.focus.as_deref()),
+                diff: Arc::clone(&req.diff),
+                pr: req.pr.clone(),
+            };
+            match self.call_with_fallback(&spec, &req, &mut outcome, i + 1, calls).await {
+                Ok(answer) => {
+                    answered += 1;
+                    findings.extend(answer.response.findings);
+                    summaries.extend(answer.response.summary);
+                    if let Some(u) = answer.usage {
+                        let sum = outcome.usage.get_or_insert_default();
+                        sum.input_tokens += u.input_tokens;
+                        sum.output_tokens += u.output_tokens;
+                    }
+                    if let Some(c) = answer.cost_usd {
+                        *outcome.cost_usd.get_or_insert(0.0) += c;
+                    }
+                    if let Some(m) = answer.model {
+                        outcome.model = Some(m);
+                    }
+                }
+                Err(f) => {
+                    let stop = !matches!(f.kind, FailureKind::Transient { .. } | FailureKind::Timeout);
+                    failures.push((i + 1, f));
+                    // A lens that cannot run at all (not logged in, bad key) will not run for
+                    // the next call either.
+                    if stop {
+                        break;
+                    }
+                }
+            }
+        }
+        if answered > 0 {
+            // Findings from the calls that answered are kept even when another call failed.
+            outcome.response = Some(LensResponse {
+                findings,
+                summary: (!summaries.is_empty()).then(|| summaries.join("\n\n")),
+            });
+        }
+        if let Some((call, f)) = failures.first() {
+            outcome.failure = Some(if calls == 1 {
+                f.message.clone()
+            } else {
+                let unanswered = calls - answered;
+                format!("{unanswered} of {calls} calls failed; call {call}: {}", f.message)
+            });
+        }
+        outcome
+    }
+
+    async fn run_builtin(&self, spec: &LensSpec, diff: &Arc<Diff>) -> Outcome {
+        // Pure CPU work, milliseconds on a big diff: keep it off the async workers. A blocking
+        // thread cannot be stopped, so a timeout only stops waiting for it.
+        let diff = Arc::clone(diff);
+        let work = tokio::task::spawn_blocking(move || builtin::review(&diff));
+        let result = match tokio::time::timeout(spec.timeout, work).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(_)) => Err(LensError::Crashed.to_string()),
+            Err(_) => Err(timed_out(spec.timeout)),
+        };
+        let mut outcome = match result {
+            Ok(response) => Outcome { response: Some(response), failure: None, ..Outcome::failed(spec, String::new()) },
+            Err(e) => Outcome::failed(spec, e),
+        };
+        // The builtin lens has no model, whatever its spec says (DESIGN.md `--format json`).
+        outcome.model = None;
+        outcome
+    }
+
+    /// One call, on the lens's own backend or — after an eligible failure, when allowed — on its
+    /// vendor's API, which then stays in use for the lens's remaining calls.
+    async fn call_with_fallback(
+        &self,
+        spec: &LensSpec,
+        req: &LensRequest,
+        outcome: &mut Outcome,
+        call: usize,
+        calls: usize,
+    ) -> Result<Answer, Failure> {
+        let model = outcome.model.clone();
+        let first = self.call_with_retry(spec, outcome.actual_backend, model.as_deref(), req, call, calls).await;
+        let failure = match first {
+            Ok(answer) => return Ok(answer),
+            Err(f) => f,
+        };
+        let fallback = spec.fallback_backend().zip(spec.api_fallback_model.clone());
+        let (Some((api, fallback_model)), None, true, true) = (
+            fallback,
+            outcome.fallback_source,
+            self.panel.allow_api_fallback,
+            failure.kind.fallback_eligible(),
+        ) else {
+            return Err(failure);
+        };
+        self.warn_billing(spec, api, &fallback_model, &failure);
+        if let Some(ev) = &self.panel.evidence {
+            ev.record(&Record::Fallback {
+                lens: spec.name.as_str(),
+                from: spec.backend.as_str(),
+                to: api.as_str(),
+                model: &fallback_model,
+                reason: &failure.message,
+            });
+        }
+        outcome.fallback_source = Some(spec.backend);
+        outcome.actual_backend = api;
+        outcome.model = Some(fallback_model.clone());
+        self.call_with_retry(spec, api, Some(&fallback_model), req, call, calls)
+            .await
+            .map_err(|f| Failure::new(f.kind, format!("{} (after falling back from {}: {})", f.message, spec.backend.as_str(), failure.message)))
+    }
+
+    fn warn_billing(&self, spec: &LensSpec, api: BackendKind, model: &str, why: &Failure) {
+        let key = match api {
+            BackendKind::Anthropic => "ANTHROPIC_API_KEY",
+            _ => "OPENAI_API_KEY",
+        };
+        // Once per run: the first paid dispatch is the one the user must hear about.
+        let first = !self.billing_warned.swap(true, Ordering::SeqCst);
+        let lead = if first { "warning: billing" } else { "warning" };
+        (self.panel.notices)(&format!(
+            "{lead}: lens {} falls back from {} to the {} API with model {model} ({}); these calls are billed to {key}. Pass --no-api-fallback to prevent this.",
+            spec.name,
+            spec.backend.as_str(),
+            api.as_str(),
+            why.message
+        ));
+    }
+
+    /// One call on `backend`, retried once after a transient CLI failure (the API backends retry
+    /// inside, honouring `retry-after`). Each attempt is recorded as evidence.
+    async fn call_with_retry(
+        &self,
+        spec: &LensSpec,
+        backend: BackendKind,
+        model: Option<&str>,
+        req: &LensRequest,
+        call: usize,
+        calls: usize,
+    ) -> Result<Answer, Failure> {
+        let cli = matches!(backend, BackendKind::ClaudeCli | BackendKind::CodexCli | BackendKind::Command);
+        let attempts = if cli { 2 } else { 1 };
+        let mut last = None;
+        for attempt in 0..attempts {
+            if attempt > 0 {
+                tokio::time::sleep(self.panel.retry.base).await;
+            }
+            let started = Instant::now();
+            let result = self.call_once(spec, backend, model, req).await;
+            self.record_exchange(spec, backend, model, req, &result, started.elapsed(), call, calls);
+            match result {
+                Err(f) if matches!(f.kind, FailureKind::Transient { .. }) => last = Some(f),
+                other => return other,
+            }
+        }
+        Err(last.unwrap_or_else(|| Failure::fatal("no attempt was made")))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_exchange(
+        &self,
+        spec: &LensSpec,
+        backend: BackendKind,
+        model: Option<&str>,
+        req: &LensRequest,
+        result: &Result<Answer, Failure>,
+        elapsed: Duration,
+        call: usize,
+        calls: usize,
+    ) {
+        let Some(ev) = &self.panel.evidence else { return };
+        let (raw, parsed, error) = match result {
+            Ok(a) => (Some(a.raw.as_str()), serde_json::to_value(&a.response).ok(), None),
+            Err(f) => (None, None, Some(f.message.as_str())),
+        };
+        ev.record(&Record::Exchange {
+            lens: spec.name.as_str(),
+            call,
+            calls,
+            backend: backend.as_str(),
+            model,
+            prompt: &req.prompt,
+            raw,
+            parsed,
+            error,
+            latency_ms: millis(elapsed),
+        });
+    }
+
+    /// One attempt on one backend.
+    async fn call_once(
+        &self,
+        spec: &LensSpec,
+        backend: BackendKind,
+        model: Option<&str>,
+        req: &LensRequest,
+    ) -> Result<Answer, Failure> {
+        let mut spec = spec.clone();
+        spec.model = model.map(str::to_owned);
+        // The CLIs and the command lens end their own process group at `spec.timeout`; this
+        // bound is a backstop that leaves room for that cleanup.
+        let backstop = spec.timeout + KILL_GRACE + Duration::from_secs(1);
+        let work = async {
+            match backend {
+                BackendKind::Command => command::run(&spec, req).await.map_err(Failure::from),
+                BackendKind::ClaudeCli => {
+                    let _slot = self.claude_slots.acquire().await;
+                    claude::run(&spec, req, &self.panel.cli_env).await
+                }
+                BackendKind::CodexCli => {
+                    let _slot = self.codex_slots.acquire().await;
+                    codex::run(&spec, req, &self.panel.cli_env).await
+                }
+                BackendKind::Anthropic | BackendKind::Openai => {
+                    let Some(model) = spec.model.clone() else {
+                        return Err(Failure::fatal(format!(
+                            "lens {} has no model for the {} API",
+                            spec.name,
+                            backend.as_str()
+                        )));
+                    };
+                    if backend == BackendKind::Anthropic {
+                        anthropic::run_with_policy(&spec, &model, req, &self.panel.anthropic, &self.panel.retry).await
+                    } else {
+                        openai::run_with_policy(&spec, &model, req, &self.panel.openai, &self.panel.retry).await
+                    }
+                }
+                BackendKind::Builtin => Err(Failure::fatal("the builtin lens takes no calls")),
+            }
+        };
+        // An API call may retry inside (waits included), so it gets room for its attempts.
+        let bound = match backend {
+            BackendKind::Anthropic | BackendKind::Openai => {
+                spec.timeout * self.panel.retry.attempts.max(1) + self.panel.retry.max_retry_after
+            }
+            _ => backstop,
+        };
+        match tokio::time::timeout(bound, work).await {
+            Ok(result) => result,
+            Err(_) => Err(Failure::new(FailureKind::Timeout, timed_out(spec.timeout))),
+        }
+    }
+}
+
+impl From<LensError> for Failure {
+    fn from(e: LensError) -> Self {
+        let kind = match &e {
+            LensError::Timeout { .. } => FailureKind::Timeout,
+            LensError::NotFound { .. } => FailureKind::Missing,
+            _ => FailureKind::Fatal,
+        };
+        Failure::new(kind, e.to_string())
+    }
+}
+
+fn timed_out(after: Duration) -> String {
+    LensError::Timeout { after, stderr: String::new() }.to_string()
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The panel with the lens runner injected, so tests can make a lens panic.
 async fn run_with<F, Fut>(lenses: &[LensSpec], observer: &dyn PanelObserver, run: F) -> Vec<LensRun>
 where
     F: Fn(LensSpec) -> Fut,
-    Fut: Future<Output = Answer> + Send + 'static,
+    Fut: Future<Output = Outcome> + Send + 'static,
 {
     let panel_started = Instant::now();
     let mut tasks = JoinSet::new();
     let mut index_of = HashMap::with_capacity(lenses.len());
     for (i, spec) in lenses.iter().enumerate() {
         observer.started(&spec.name);
-        let answer = run(spec.clone());
+        let outcome = run(spec.clone());
         let task = tasks.spawn(async move {
             let started = Instant::now();
-            let answer = answer.await;
-            (answer, started.elapsed())
+            let outcome = outcome.await;
+            (outcome, started.elapsed())
         });
         index_of.insert(task.id(), i);
     }
 
     let mut runs: Vec<Option<LensRun>> = lenses.iter().map(|_| None).collect();
     while let Some(joined) = tasks.join_next_with_id().await {
-        let (id, answer, elapsed) = match joined {
-            Ok((id, (answer, elapsed))) => (id, answer, elapsed),
+        let (id, outcome, elapsed) = match joined {
+            Ok((id, (outcome, elapsed))) => (id, Some(outcome), elapsed),
             // A panic in a lens is that lens's failure, nothing more.
-            Err(e) => (e.id(), Err(LensError::Crashed), panel_started.elapsed()),
+            Err(e) => (e.id(), None, panel_started.elapsed()),
         };
         let Some(&i) = index_of.get(&id) else {
             continue;
         };
         let spec = &lenses[i];
-        let run = lens_run(spec, answer, elapsed);
+        let outcome = outcome.unwrap_or_else(|| Outcome::failed(spec, LensError::Crashed.to_string()));
+        let run = lens_run(spec, outcome, elapsed);
         observer.finished(&spec.name, run.provenance.status, elapsed);
         runs[i] = Some(run);
     }
@@ -88,76 +487,49 @@ where
     runs.into_iter()
         .zip(lenses)
         .map(|(run, spec)| {
-            run.unwrap_or_else(|| lens_run(spec, Err(LensError::Crashed), panel_started.elapsed()))
+            run.unwrap_or_else(|| {
+                lens_run(spec, Outcome::failed(spec, LensError::Crashed.to_string()), panel_started.elapsed())
+            })
         })
         .collect()
 }
 
-/// Runs one lens on the backend its spec names.
-async fn dispatch(spec: &LensSpec, req: &LensRequest) -> Answer {
-    match spec.backend {
-        BackendKind::Builtin => {
-            // Pure CPU work, milliseconds on a big diff: keep it off the async workers. A blocking
-            // thread cannot be stopped, so a timeout only stops waiting for it.
-            let diff = Arc::clone(&req.diff);
-            let work = tokio::task::spawn_blocking(move || builtin::review(&diff));
-            match tokio::time::timeout(spec.timeout, work).await {
-                Ok(Ok(response)) => Ok((response, None)),
-                Ok(Err(_)) => Err(LensError::Crashed),
-                Err(_) => Err(timed_out(spec)),
-            }
-        }
-        BackendKind::Command => {
-            // The command lens enforces its timeout itself and then ends its process group; this
-            // bound is a backstop that leaves room for that cleanup. Dropping the lens's future
-            // also ends the group.
-            let backstop = spec.timeout + KILL_GRACE + Duration::from_secs(1);
-            match tokio::time::timeout(backstop, command::run(spec, req)).await {
-                Ok(answer) => answer,
-                Err(_) => Err(timed_out(spec)),
-            }
-        }
-        other @ (BackendKind::ClaudeCli
-        | BackendKind::CodexCli
-        | BackendKind::Anthropic
-        | BackendKind::Openai) => Err(LensError::Unavailable(other)),
-    }
-}
-
-fn timed_out(spec: &LensSpec) -> LensError {
-    LensError::Timeout {
-        after: spec.timeout,
-        stderr: String::new(),
-    }
-}
-
-/// A lens's outcome with its provenance. No fallback happens here yet: the backend asked for is
-/// the one that ran.
-fn lens_run(spec: &LensSpec, answer: Answer, elapsed: Duration) -> LensRun {
-    let (status, error, response, usage) = match answer {
-        Ok((response, usage)) => (LensStatus::Ok, None, Some(response), usage),
-        Err(e) => (LensStatus::Failed, Some(e.to_string()), None, None),
+/// A lens's outcome with its provenance, logged as it is recorded.
+fn lens_run(spec: &LensSpec, outcome: Outcome, elapsed: Duration) -> LensRun {
+    // A lens that answered some calls but not all is failed (its findings still count).
+    let status = if outcome.failure.is_none() && outcome.response.is_some() {
+        LensStatus::Ok
+    } else {
+        LensStatus::Failed
     };
-    LensRun {
-        provenance: Provenance {
-            lens: spec.name.clone(),
-            requested_backend: spec.backend,
-            actual_backend: spec.backend,
-            auth_class: spec.backend.auth_class(),
-            // The builtin lens has no model, whatever its spec says (DESIGN.md `--format json`).
-            model: match spec.backend {
-                BackendKind::Builtin => None,
-                _ => spec.model.clone(),
-            },
-            fallback_source: None,
-            status,
-            error,
-            latency_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
-            usage,
-            cost_usd: None,
-        },
-        response,
-    }
+    let provenance = Provenance {
+        lens: spec.name.clone(),
+        requested_backend: spec.backend,
+        actual_backend: outcome.actual_backend,
+        auth_class: outcome.actual_backend.auth_class(),
+        model: outcome.model,
+        fallback_source: outcome.fallback_source,
+        status,
+        error: outcome.failure,
+        latency_ms: millis(elapsed),
+        usage: outcome.usage,
+        cost_usd: outcome.cost_usd,
+        calls: (outcome.calls > 1).then_some(outcome.calls),
+    };
+    tracing::info!(
+        lens = %provenance.lens,
+        requested_backend = provenance.requested_backend.as_str(),
+        actual_backend = provenance.actual_backend.as_str(),
+        model = provenance.model.as_deref().unwrap_or("-"),
+        fallback_source = provenance.fallback_source.map_or("-", BackendKind::as_str),
+        status = ?provenance.status,
+        latency_ms = provenance.latency_ms,
+        input_tokens = provenance.usage.map_or(0, |u| u.input_tokens),
+        output_tokens = provenance.usage.map_or(0, |u| u.output_tokens),
+        error = provenance.error.as_deref().unwrap_or("-"),
+        "lens finished"
+    );
+    LensRun { provenance, response: outcome.response }
 }
 
 #[cfg(test)]
@@ -326,7 +698,12 @@ diff --git a/src/lib.rs b/src/lib.rs
             if spec.name.as_str() == "boom" {
                 panic!("lens bug");
             }
-            Ok((LensResponse::default(), Some(Usage::default())))
+            Outcome {
+                response: Some(LensResponse::default()),
+                failure: None,
+                usage: Some(Usage::default()),
+                ..Outcome::failed(&spec, String::new())
+            }
         })
         .await;
         assert_eq!(
@@ -338,18 +715,20 @@ diff --git a/src/lib.rs b/src/lib.rs
     }
 
     #[tokio::test]
-    async fn backends_not_built_yet_fail_clearly() {
+    async fn a_missing_cli_fails_clearly_and_does_not_fall_back_unless_allowed() {
         let mut claude = LensSpec::new("claude", BackendKind::ClaudeCli);
         claude.model = Some("claude-opus-5".to_owned());
+        claude.bin = Some("/nonexistent/claude".to_owned());
+        claude.api_fallback_model = Some("claude-sonnet-5".to_owned());
         let runs = run_panel(&[claude], request(), &NoProgress).await;
         let p = &runs[0].provenance;
         assert_eq!(p.status, LensStatus::Failed);
         assert_eq!(p.auth_class, AuthClass::Subscription);
+        assert_eq!(p.actual_backend, BackendKind::ClaudeCli);
+        assert_eq!(p.fallback_source, None);
         assert_eq!(p.model.as_deref(), Some("claude-opus-5"));
-        assert_eq!(
-            p.error.as_deref(),
-            Some("backend `claude-cli` is not available in this build yet")
-        );
+        let error = p.error.as_deref().unwrap_or_default();
+        assert!(error.contains("/nonexistent/claude") && error.contains("not found"), "{error}");
     }
 
     #[tokio::test]

@@ -1,5 +1,5 @@
-//! One review, top to bottom: gate the files, plan the prompt, run the panel, parse and place
-//! each finding, merge.
+//! One review, top to bottom: gate the files, plan the calls, run the panel, parse and place
+//! each finding, merge, and keep the evidence.
 
 use std::sync::Arc;
 
@@ -7,12 +7,13 @@ use globset::{Glob, GlobSetBuilder};
 
 use crate::config::ReviewConfig;
 use crate::diff::Diff;
+use crate::evidence::{MergeMember, Record};
 use crate::lens::{LensRequest, LensSpec, PrInfo};
-use crate::plan;
+use crate::plan::{self, PlanOptions};
 use crate::review::finding::Finding;
-use crate::review::merge::merge;
-use crate::review::panel::{PanelObserver, run_panel};
-use crate::review::{NotReviewed, NotReviewedReason, Report};
+use crate::review::merge::merge_explained;
+use crate::review::panel::{Panel, PanelInput, PanelObserver};
+use crate::review::{NotReviewed, NotReviewedReason, Report, Severity};
 
 /// Reviews `diff` with `lenses` and returns the merged report (not posted anywhere).
 pub async fn review(
@@ -20,13 +21,32 @@ pub async fn review(
     pr: Option<PrInfo>,
     lenses: &[LensSpec],
     config: &ReviewConfig,
+    panel: &Panel,
     observer: &dyn PanelObserver,
 ) -> Report {
-    let (diff, not_reviewed) = gate(diff, config);
+    let (diff, mut not_reviewed) = gate(diff, config);
     let diff = Arc::new(diff);
-    let prompt = plan::build_prompt(&diff, pr.as_ref());
-    let request = Arc::new(LensRequest { prompt, diff: Arc::clone(&diff), pr });
-    let runs = run_panel(lenses, request, observer).await;
+    // Only lenses that take prompts need a plan; the builtin lens reads the diff itself.
+    let needs_plan = lenses.iter().any(|l| l.backend != crate::lens::BackendKind::Builtin);
+    let calls = if needs_plan {
+        let opts = PlanOptions { token_budget: config.token_budget, path_rules: &config.path };
+        let planned = plan::plan(&diff, pr.as_ref(), &opts);
+        not_reviewed.extend(
+            planned
+                .over_budget
+                .into_iter()
+                .map(|path| NotReviewed { path, reason: NotReviewedReason::OverBudget }),
+        );
+        planned
+            .chunks
+            .into_iter()
+            .map(|c| Arc::new(LensRequest { prompt: c.prompt, diff: Arc::new(c.diff), pr: pr.clone() }))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let input = Arc::new(PanelInput { diff: Arc::clone(&diff), calls });
+    let runs = panel.run(lenses, input, observer).await;
 
     let mut findings = Vec::new();
     let mut provenance = Vec::with_capacity(runs.len());
@@ -37,14 +57,58 @@ pub async fn review(
         }
         provenance.push(run.provenance);
     }
+    let explained = merge_explained(&findings, config.min_blocking_confidence);
+    if let Some(ev) = &panel.evidence {
+        record_merge(ev, &findings, &explained, config);
+    }
+    let merged = explained.into_iter().map(|(f, _)| f).collect();
     Report {
         head: None,
         round: None,
         posted: false,
         skipped: None,
-        findings: merge(findings, config.min_blocking_confidence),
+        findings: merged,
         lenses: provenance,
         not_reviewed,
+    }
+}
+
+/// Evidence of the merge: for each output finding, the lens findings it combined and why its
+/// severity changed, if it did.
+fn record_merge(
+    ev: &crate::evidence::Evidence,
+    inputs: &[Finding],
+    merged: &[(Finding, Vec<usize>)],
+    config: &ReviewConfig,
+) {
+    for (m, members) in merged {
+        let members: Vec<MergeMember<'_>> = members
+            .iter()
+            .map(|&i| &inputs[i])
+            .map(|f| MergeMember {
+                lens: f.lenses.first().map_or("", |l| l.as_str()),
+                path: &f.path,
+                line: f.line,
+                title: &f.title,
+                severity: f.severity.as_str(),
+                confidence: f.confidence.as_str(),
+            })
+            .collect();
+        let demoted = members.iter().any(|f| f.severity == "blocking") && m.severity == Severity::Advisory;
+        let note = demoted.then(|| {
+            format!(
+                "blocking at {} confidence is below min_blocking_confidence ({}), so advisory",
+                m.confidence.as_str(),
+                config.min_blocking_confidence.as_str()
+            )
+        });
+        ev.record(&Record::Merge {
+            fingerprint: &m.fingerprint,
+            members,
+            severity: m.severity.as_str(),
+            confidence: m.confidence.as_str(),
+            note: note.as_deref(),
+        });
     }
 }
 
