@@ -12,15 +12,19 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{self, Config};
 use crate::diff::Diff;
+use crate::evidence::Evidence;
 use crate::lens::LensSpec;
 use crate::render::markdown::BodyOptions;
 use crate::render::{self, Format};
-use crate::evidence::Evidence;
 use crate::review::panel::{Panel, PanelObserver};
 use crate::review::{Report, pipeline};
 
 #[derive(Debug, Parser)]
-#[command(name = "reviewbot", version, about = "Reviews code changes with a panel of lenses")]
+#[command(
+    name = "reviewbot",
+    version,
+    about = "Reviews code changes with a panel of lenses"
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -128,19 +132,35 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::Usage(format!("cannot start the runtime: {e}")))?;
-    let mut panel = Panel::from_env(config.limits.subscription_concurrency, !args.common.no_api_fallback);
+    let mut panel = Panel::from_env(
+        config.limits.subscription_concurrency,
+        !args.common.no_api_fallback,
+    );
     if let Some(dir) = &args.common.evidence {
-        let evidence = Evidence::create(dir)
-            .map_err(|e| CliError::Usage(format!("cannot write evidence in {}: {}", dir.display(), io_reason(&e))))?;
+        let evidence = Evidence::create(dir).map_err(|e| {
+            CliError::Usage(format!(
+                "cannot write evidence in {}: {}",
+                dir.display(),
+                io_reason(&e)
+            ))
+        })?;
         eprintln!("notice: evidence goes to {}", evidence.path().display());
         panel.evidence = Some(Arc::new(evidence));
     }
     let observer = progress_observer();
     let display_diff = diff.clone();
-    let report = runtime.block_on(pipeline::review(diff, None, &lenses, &config.review, &panel, observer.as_ref()));
+    let report = runtime.block_on(pipeline::review(
+        diff,
+        None,
+        &lenses,
+        &config.review,
+        &panel,
+        observer.as_ref(),
+    ));
     drop(observer);
 
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let color = std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let out = match args.common.format {
         Format::Text => render::text::render(&report, &display_diff, color),
         Format::Json => render::json::render(&report),
@@ -168,7 +188,11 @@ fn exit_code(report: &Report, fail_on: FailOn) -> ExitCode {
         FailOn::Advisory => v.blocking + v.advisory > 0,
         FailOn::Never => false,
     };
-    if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn load_config(flag: Option<&Path>) -> Result<Config, CliError> {
@@ -180,7 +204,11 @@ fn load_config(flag: Option<&Path>) -> Result<Config, CliError> {
 
 /// The lenses named with `--lens`, else the config's default set, else `builtin` (with a notice).
 fn select_lenses(config: &Config, names: &[String]) -> Result<Vec<LensSpec>, CliError> {
-    let names: Vec<&str> = names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()).collect();
+    let names: Vec<&str> = names
+        .iter()
+        .map(|n| n.trim())
+        .filter(|n| !n.is_empty())
+        .collect();
     if names.is_empty() {
         if let Some(lenses) = config.default_lenses().filter(|l| !l.is_empty()) {
             return Ok(lenses);
@@ -197,7 +225,10 @@ fn select_lenses(config: &Config, names: &[String]) -> Result<Vec<LensSpec>, Cli
                     known.push(preset);
                 }
             }
-            CliError::Usage(format!("unknown lens `{name}` (known: {})", known.join(", ")))
+            CliError::Usage(format!(
+                "unknown lens `{name}` (known: {})",
+                known.join(", ")
+            ))
         })?;
         if !specs.iter().any(|s| s.name == spec.name) {
             specs.push(spec);
@@ -210,13 +241,15 @@ fn select_lenses(config: &Config, names: &[String]) -> Result<Vec<LensSpec>, Cli
 fn read_diff(path: &Path) -> Result<Diff, CliError> {
     let (name, bytes) = if path == Path::new("-") {
         let mut buf = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut buf)
-            .map_err(|e| CliError::Usage(format!("cannot read the diff from standard input: {e}")))?;
+        std::io::stdin().read_to_end(&mut buf).map_err(|e| {
+            CliError::Usage(format!("cannot read the diff from standard input: {e}"))
+        })?;
         ("standard input".to_owned(), buf)
     } else {
         let name = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| CliError::Usage(format!("cannot read diff file {name}: {}", io_reason(&e))))?;
+        let bytes = std::fs::read(path).map_err(|e| {
+            CliError::Usage(format!("cannot read diff file {name}: {}", io_reason(&e)))
+        })?;
         (name, bytes)
     };
     // Diffs of Latin-1 or mixed files are still reviewable: undecodable bytes become U+FFFD.
@@ -227,7 +260,8 @@ fn read_diff(path: &Path) -> Result<Diff, CliError> {
             String::from_utf8_lossy(e.as_bytes()).into_owned()
         }
     };
-    Diff::parse(text).map_err(|e| CliError::Usage(format!("{name} is not a diff reviewbot can read: {e}")))
+    Diff::parse(text)
+        .map_err(|e| CliError::Usage(format!("{name} is not a diff reviewbot can read: {e}")))
 }
 
 /// `No such file or directory` without Rust's `(os error 2)` suffix.

@@ -128,7 +128,9 @@ pub struct LimitsConfig {
 
 impl Default for LimitsConfig {
     fn default() -> Self {
-        Self { subscription_concurrency: 2 }
+        Self {
+            subscription_concurrency: 2,
+        }
     }
 }
 
@@ -136,15 +138,24 @@ impl Default for LimitsConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("config {path}{}: {message}", line.map(|l| format!(" line {l}")).unwrap_or_default())]
-    Invalid { path: PathBuf, line: Option<usize>, message: String },
+    Invalid {
+        path: PathBuf,
+        line: Option<usize>,
+        message: String,
+    },
 }
 
 fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     let s = String::deserialize(d)?;
     humantime::parse_duration(&s).map_err(|e| {
-        serde::de::Error::custom(format!("`{s}` is not a duration like \"90s\" or \"5m\" ({e})"))
+        serde::de::Error::custom(format!(
+            "`{s}` is not a duration like \"90s\" or \"5m\" ({e})"
+        ))
     })
 }
 
@@ -169,14 +180,20 @@ pub fn locate(flag: Option<&Path>) -> Option<PathBuf> {
 impl Config {
     /// Reads and validates a config file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
         Config::parse(&text, path)
     }
 
     /// Parses and validates config text; `path` only names the file in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let invalid = |line, message| ConfigError::Invalid { path: path.to_owned(), line, message };
+        let invalid = |line, message| ConfigError::Invalid {
+            path: path.to_owned(),
+            line,
+            message,
+        };
         let config: Config = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| line_of(text, s.start));
             invalid(line, e.message().trim().to_owned())
@@ -192,16 +209,26 @@ impl Config {
         let mut names = std::collections::BTreeSet::new();
         for lens in &self.lens {
             let key = format!("lens \"{}\"", lens.name);
-            if lens.name.is_empty() || !lens.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            if lens.name.is_empty()
+                || !lens
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
                 return Err((key, "a lens name is letters, digits, `-` and `_`".into()));
             }
             if !names.insert(lens.name.as_str()) {
                 return Err((key, "this lens name is defined twice".into()));
             }
             if lens.backend == BackendKind::Command && lens.bin.is_none() {
-                return Err((key, "a `command` lens needs `bin`, the program to run".into()));
+                return Err((
+                    key,
+                    "a `command` lens needs `bin`, the program to run".into(),
+                ));
             }
-            if lens.backend != BackendKind::Command && (!lens.args.is_empty() || !lens.env.is_empty()) {
+            if lens.backend != BackendKind::Command
+                && (!lens.args.is_empty() || !lens.env.is_empty())
+            {
                 return Err((key, "`args` and `env` are for `command` lenses only".into()));
             }
             if lens.timeout.is_some_and(|t| t.is_zero()) {
@@ -227,14 +254,21 @@ impl Config {
             globset::Glob::new(&rule.glob).map_err(|e| ("glob".to_owned(), e.to_string()))?;
         }
         if self.limits.subscription_concurrency == 0 {
-            return Err(("subscription_concurrency".into(), "must be at least 1".into()));
+            return Err((
+                "subscription_concurrency".into(),
+                "must be at least 1".into(),
+            ));
         }
         Ok(())
     }
 
     /// The lens called `name`: a configured one, else a preset.
     pub fn lens(&self, name: &str) -> Option<LensSpec> {
-        self.lens.iter().find(|l| l.name == name).map(LensConfig::spec).or_else(|| preset(name))
+        self.lens
+            .iter()
+            .find(|l| l.name == name)
+            .map(LensConfig::spec)
+            .or_else(|| preset(name))
     }
 
     /// The lenses a review runs when none are named on the command line: `[review] lenses`,
@@ -277,21 +311,30 @@ pub fn preset(name: &str) -> Option<LensSpec> {
 
 /// 1-based line of a byte offset.
 fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// The line where a validation error's key is written, best effort: `lens "x"` finds the
 /// `name = "x"` line, other keys their `key =` line.
 fn find_key_line(text: &str, key: &str) -> Option<usize> {
-    let needle = match key.strip_prefix("lens \"").and_then(|k| k.strip_suffix('"')) {
+    let needle = match key
+        .strip_prefix("lens \"")
+        .and_then(|k| k.strip_suffix('"'))
+    {
         Some(name) => format!("\"{name}\""),
         None => key.to_owned(),
     };
-    text.lines().position(|l| {
-        let l = l.trim_start();
-        l.starts_with(needle.as_str()) || (key.starts_with("lens \"") && l.starts_with("name") && l.contains(&needle))
-    })
-    .map(|i| i + 1)
+    text.lines()
+        .position(|l| {
+            let l = l.trim_start();
+            l.starts_with(needle.as_str())
+                || (key.starts_with("lens \"") && l.starts_with("name") && l.contains(&needle))
+        })
+        .map(|i| i + 1)
 }
 
 #[cfg(test)]
@@ -344,7 +387,12 @@ subscription_concurrency = 2
         .unwrap();
         assert_eq!(c.lens.len(), 2);
         assert_eq!(c.lens[1].timeout, Some(Duration::from_secs(300)));
-        let names: Vec<_> = c.default_lenses().unwrap().into_iter().map(|l| l.name.to_string()).collect();
+        let names: Vec<_> = c
+            .default_lenses()
+            .unwrap()
+            .into_iter()
+            .map(|l| l.name.to_string())
+            .collect();
         assert_eq!(names, ["claude", "terra"]);
         assert_eq!(c.github.max_rate_limit_wait, Duration::from_secs(900));
     }
@@ -361,13 +409,19 @@ subscription_concurrency = 2
     #[test]
     fn unknown_key_names_key_and_line() {
         let e = parse("[review]\nmax_comments = 3\nmax_coments = 4\n").unwrap_err();
-        assert!(e.starts_with("config reviewbot.toml line 3: unknown field `max_coments`"), "{e}");
+        assert!(
+            e.starts_with("config reviewbot.toml line 3: unknown field `max_coments`"),
+            "{e}"
+        );
     }
 
     #[test]
     fn bad_values_name_key_and_line() {
         let e = parse("[[lens]]\nname = \"x\"\nbackend = \"gpt\"\n").unwrap_err();
-        assert!(e.contains("line 3") && e.contains("unknown variant `gpt`"), "{e}");
+        assert!(
+            e.contains("line 3") && e.contains("unknown variant `gpt`"),
+            "{e}"
+        );
         let e = parse("[github]\nrate_limit_floor = \"soon\"\n").unwrap_err();
         assert!(e.contains("line 2") && e.contains("not a duration"), "{e}");
         let e = parse("[review]\nmax_comments = \"many\"\n").unwrap_err();
@@ -386,7 +440,13 @@ subscription_concurrency = 2
 
     #[test]
     fn a_config_may_redefine_a_preset() {
-        let c = parse("[[lens]]\nname = \"claude\"\nbackend = \"claude-cli\"\nmodel = \"claude-opus-5\"\n").unwrap();
-        assert_eq!(c.lens("claude").unwrap().model.as_deref(), Some("claude-opus-5"));
+        let c = parse(
+            "[[lens]]\nname = \"claude\"\nbackend = \"claude-cli\"\nmodel = \"claude-opus-5\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.lens("claude").unwrap().model.as_deref(),
+            Some("claude-opus-5")
+        );
     }
 }

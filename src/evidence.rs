@@ -30,10 +30,22 @@ pub enum Record<'a> {
         latency_ms: u64,
     },
     /// A lens fell back from its subscription CLI to its vendor's API.
-    Fallback { lens: &'a str, from: &'a str, to: &'a str, model: &'a str, reason: &'a str },
+    Fallback {
+        lens: &'a str,
+        from: &'a str,
+        to: &'a str,
+        model: &'a str,
+        reason: &'a str,
+    },
     /// What the merge did with one output finding: which lens findings it combined, and any
     /// change of severity with the reason.
-    Merge { fingerprint: &'a str, members: Vec<MergeMember<'a>>, severity: &'a str, confidence: &'a str, note: Option<&'a str> },
+    Merge {
+        fingerprint: &'a str,
+        members: Vec<MergeMember<'a>>,
+        severity: &'a str,
+        confidence: &'a str,
+        note: Option<&'a str>,
+    },
 }
 
 /// A lens finding that went into a merged one.
@@ -63,7 +75,10 @@ impl Evidence {
             .map_or(0, |d| d.as_secs());
         let path = dir.join(format!("review-{secs}-{}.jsonl", std::process::id()));
         let file = File::create(&path)?;
-        Ok(Evidence { path, out: Mutex::new(BufWriter::new(file)) })
+        Ok(Evidence {
+            path,
+            out: Mutex::new(BufWriter::new(file)),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -81,7 +96,10 @@ impl Evidence {
         if let Ok(mut out) = self.out.lock()
             && writeln!(out, "{line}").and_then(|()| out.flush()).is_err()
         {
-            eprintln!("warning: could not write evidence to {}", self.path.display());
+            eprintln!(
+                "warning: could not write evidence to {}",
+                self.path.display()
+            );
         }
     }
 }

@@ -85,7 +85,11 @@ async fn run_capped(
     let text = std::str::from_utf8(&out.stdout)
         .map_err(|_| unreadable("the reply is not UTF-8".to_owned()))?;
     let response = LensResponse::parse(text).map_err(|e| unreadable(e.to_string()))?;
-    Ok(Answer { response, raw: text.to_owned(), ..Answer::default() })
+    Ok(Answer {
+        response,
+        raw: text.to_owned(),
+        ..Answer::default()
+    })
 }
 
 /// The request document written to the lens's stdin.

@@ -63,7 +63,10 @@ pub fn render(report: &Report) -> String {
         lenses: report
             .lenses
             .iter()
-            .map(|p| Provenance { error: p.error.as_deref().map(clean), ..p.clone() })
+            .map(|p| Provenance {
+                error: p.error.as_deref().map(clean),
+                ..p.clone()
+            })
             .collect(),
         not_reviewed: &report.not_reviewed,
     };

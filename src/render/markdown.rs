@@ -3,9 +3,11 @@
 
 use std::fmt::Write;
 
+use crate::render::{
+    clean, failed_lenses, not_reviewed_reason, place, reviewers, severity_word, verdict_line,
+};
 use crate::review::Report;
 use crate::review::finding::Finding;
-use crate::render::{clean, failed_lenses, not_reviewed_reason, place, reviewers, severity_word, verdict_line};
 
 /// Labels and caps the body mentions.
 #[derive(Debug, Clone)]
@@ -17,7 +19,12 @@ pub struct BodyOptions<'a> {
 
 /// The findings that become line comments (on the diff, up to the cap), in output order.
 pub fn attached(report: &Report, max_comments: usize) -> Vec<&Finding> {
-    report.findings.iter().filter(|f| f.in_diff).take(max_comments).collect()
+    report
+        .findings
+        .iter()
+        .filter(|f| f.in_diff)
+        .take(max_comments)
+        .collect()
 }
 
 /// The review body.
@@ -52,14 +59,24 @@ pub fn body(report: &Report, opts: &BodyOptions<'_>) -> String {
         .iter()
         .filter(|f| !attached.iter().any(|a| std::ptr::eq(*a, *f)))
         .collect();
-    let (off_diff, over_cap): (Vec<&Finding>, Vec<&Finding>) = rest.into_iter().partition(|f| !f.in_diff);
+    let (off_diff, over_cap): (Vec<&Finding>, Vec<&Finding>) =
+        rest.into_iter().partition(|f| !f.in_diff);
     list(&mut out, "Not on a changed line:", &off_diff);
-    list(&mut out, "More findings than line comments allow:", &over_cap);
+    list(
+        &mut out,
+        "More findings than line comments allow:",
+        &over_cap,
+    );
 
     if !report.not_reviewed.is_empty() {
         out.push_str("Not reviewed:\n");
         for n in &report.not_reviewed {
-            let _ = writeln!(out, "- `{}` ({})", clean(&n.path), not_reviewed_reason(n.reason));
+            let _ = writeln!(
+                out,
+                "- `{}` ({})",
+                clean(&n.path),
+                not_reviewed_reason(n.reason)
+            );
         }
         out.push('\n');
     }
@@ -114,7 +131,11 @@ pub fn comment(f: &Finding) -> String {
 pub fn render(report: &Report, opts: &BodyOptions<'_>) -> String {
     let mut out = body(report, opts);
     for f in &report.findings {
-        let where_ = if f.in_diff { "line comment on" } else { "not on a changed line:" };
+        let where_ = if f.in_diff {
+            "line comment on"
+        } else {
+            "not on a changed line:"
+        };
         let _ = write!(
             out,
             "\n---\n\n{where_} `{}`\n\n{}\n",

@@ -38,7 +38,11 @@ pub fn clean(text: &str) -> String {
         if i > 0 {
             out.push('\n');
         }
-        let line = if line.trim_start().starts_with("::") { Cow::Owned(format!(" {line}")) } else { Cow::Borrowed(line) };
+        let line = if line.trim_start().starts_with("::") {
+            Cow::Owned(format!(" {line}"))
+        } else {
+            Cow::Borrowed(line)
+        };
         neutralise_mentions(&line, &mut out);
     }
     out
@@ -79,9 +83,12 @@ fn neutralise_mentions(line: &str, out: &mut String) {
     while let Some(off) = memchr::memchr(b'@', &bytes[i..]) {
         let at = i + off;
         // An email address or a `@` inside a word is not a mention.
-        let starts_word = at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'`');
+        let starts_word =
+            at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'`');
         let mut end = at + 1;
-        while end < bytes.len() && (bytes[end].is_ascii_alphanumeric() || matches!(bytes[end], b'-' | b'_' | b'/')) {
+        while end < bytes.len()
+            && (bytes[end].is_ascii_alphanumeric() || matches!(bytes[end], b'-' | b'_' | b'/'))
+        {
             end += 1;
         }
         let in_code = bytes[i..at].iter().filter(|&&b| b == b'`').count() % 2 == 1
@@ -129,7 +136,13 @@ pub fn failed_lenses(report: &Report) -> Vec<String> {
         .lenses
         .iter()
         .filter(|l| l.status == LensStatus::Failed)
-        .map(|l| format!("{} failed: {}", l.lens, clean(l.error.as_deref().unwrap_or("no reason given"))))
+        .map(|l| {
+            format!(
+                "{} failed: {}",
+                l.lens,
+                clean(l.error.as_deref().unwrap_or("no reason given"))
+            )
+        })
         .collect()
 }
 
@@ -157,8 +170,7 @@ pub fn place(path: &str, start_line: Option<u32>, line: u32, side: crate::diff::
 }
 
 /// The notice when no lens was configured or named.
-pub const NOTICE_BUILTIN_ONLY: &str =
-    "notice: no lens configured; reviewing with the builtin lens (no model). See --lens and the config file.";
+pub const NOTICE_BUILTIN_ONLY: &str = "notice: no lens configured; reviewing with the builtin lens (no model). See --lens and the config file.";
 
 #[cfg(test)]
 mod tests {
@@ -166,11 +178,20 @@ mod tests {
 
     #[test]
     fn clean_disarms_untrusted_text() {
-        assert_eq!(clean("cc @alice and @org/team-x"), "cc `@alice` and `@org/team-x`");
+        assert_eq!(
+            clean("cc @alice and @org/team-x"),
+            "cc `@alice` and `@org/team-x`"
+        );
         assert_eq!(clean("mail me at a@b.com"), "mail me at a@b.com");
         assert_eq!(clean("in code `@alice` stays"), "in code `@alice` stays");
-        assert_eq!(clean("<!-- reviewbot round=9 -->"), "&lt;!-- reviewbot round=9 --&gt;");
-        assert_eq!(clean("ok\n::set-output name=x::y"), "ok\n ::set-output name=x::y");
+        assert_eq!(
+            clean("<!-- reviewbot round=9 -->"),
+            "&lt;!-- reviewbot round=9 --&gt;"
+        );
+        assert_eq!(
+            clean("ok\n::set-output name=x::y"),
+            "ok\n ::set-output name=x::y"
+        );
         assert_eq!(clean("  ::add-mask::v"), "   ::add-mask::v");
         assert_eq!(clean("plain text"), "plain text");
         assert_eq!(clean("a\u{202E}b\u{200B}c"), "a<U+202E>b<U+200B>c");

@@ -34,8 +34,18 @@ const URI_ESCAPES: &AsciiSet = &CONTROLS
 
 pub fn render(report: &Report) -> String {
     let rules = json!([
-        rule("reviewbot/blocking", "Blocking finding", "A defect the review panel thinks should stop the merge.", "error"),
-        rule("reviewbot/advisory", "Advisory finding", "A problem worth a look; the code owner decides.", "warning"),
+        rule(
+            "reviewbot/blocking",
+            "Blocking finding",
+            "A defect the review panel thinks should stop the merge.",
+            "error"
+        ),
+        rule(
+            "reviewbot/advisory",
+            "Advisory finding",
+            "A problem worth a look; the code owner decides.",
+            "warning"
+        ),
     ]);
     let results: Vec<Value> = report
         .findings
@@ -54,11 +64,14 @@ pub fn render(report: &Report) -> String {
             });
             match f.side {
                 Side::Right => {
-                    location["region"] = json!({"startLine": f.start_line.unwrap_or(f.line), "endLine": f.line});
+                    location["region"] =
+                        json!({"startLine": f.start_line.unwrap_or(f.line), "endLine": f.line});
                 }
                 // Removed lines are not in the tree code scanning looks at: the alert names the
                 // file and says which old lines it means.
-                Side::Left => text.push_str(&format!("\n\n(On removed lines, old line {}.)", f.line)),
+                Side::Left => {
+                    text.push_str(&format!("\n\n(On removed lines, old line {}.)", f.line))
+                }
             }
             json!({
                 "ruleId": rule_id,

@@ -56,7 +56,13 @@ pub fn render(report: &Report, diff: &Diff, color: bool) -> String {
         finding(&mut out, f, diff, &p);
     }
     for n in &report.not_reviewed {
-        let _ = writeln!(out, "{}: {} not reviewed ({})", paint(p.dim, "note"), clean(&n.path), not_reviewed_reason(n.reason));
+        let _ = writeln!(
+            out,
+            "{}: {} not reviewed ({})",
+            paint(p.dim, "note"),
+            clean(&n.path),
+            not_reviewed_reason(n.reason)
+        );
     }
     for l in &report.lenses {
         if l.status == LensStatus::Failed {
@@ -69,7 +75,9 @@ pub fn render(report: &Report, diff: &Diff, color: bool) -> String {
             );
         }
     }
-    if !report.not_reviewed.is_empty() || report.lenses.iter().any(|l| l.status == LensStatus::Failed) {
+    if !report.not_reviewed.is_empty()
+        || report.lenses.iter().any(|l| l.status == LensStatus::Failed)
+    {
         out.push('\n');
     }
     let verdict = report.verdict();
@@ -80,7 +88,11 @@ pub fn render(report: &Report, diff: &Diff, color: bool) -> String {
     } else {
         p.title
     };
-    let ok = report.lenses.iter().filter(|l| l.status == LensStatus::Ok).count();
+    let ok = report
+        .lenses
+        .iter()
+        .filter(|l| l.status == LensStatus::Ok)
+        .count();
     let _ = writeln!(
         out,
         "{} ({} of {} lenses answered: {})",
@@ -108,7 +120,11 @@ fn lens_summary(report: &Report) -> String {
 }
 
 fn human_ms(ms: u64) -> String {
-    if ms < 1000 { format!("{ms} ms") } else { format!("{:.1} s", ms as f64 / 1000.0) }
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    }
 }
 
 fn finding(out: &mut String, f: &Finding, diff: &Diff, p: &Palette) {
@@ -116,11 +132,25 @@ fn finding(out: &mut String, f: &Finding, diff: &Diff, p: &Palette) {
         Severity::Blocking => ("blocking", p.blocking),
         Severity::Advisory => ("advisory", p.advisory),
     };
-    let _ = writeln!(out, "{}: {}", paint(style, label), paint(p.title, &clean(&f.title)));
-    let _ = writeln!(out, "  {} {}", paint(p.gutter, "-->"), clean(&place(&f.path, f.start_line, f.line, f.side)));
+    let _ = writeln!(
+        out,
+        "{}: {}",
+        paint(style, label),
+        paint(p.title, &clean(&f.title))
+    );
+    let _ = writeln!(
+        out,
+        "  {} {}",
+        paint(p.gutter, "-->"),
+        clean(&place(&f.path, f.start_line, f.line, f.side))
+    );
 
     let shown = shown_lines(f, diff);
-    let width = shown.iter().map(|(n, _, _)| n.to_string().len()).max().unwrap_or(1);
+    let width = shown
+        .iter()
+        .map(|(n, _, _)| n.to_string().len())
+        .max()
+        .unwrap_or(1);
     let bar = paint(p.gutter, "|");
     let _ = writeln!(out, "{:width$} {bar}", "");
     for (n, kind, text) in &shown {
@@ -131,19 +161,44 @@ fn finding(out: &mut String, f: &Finding, diff: &Diff, p: &Palette) {
             None => ("", p.dim),
         };
         let num = paint(p.gutter, &format!("{n:>width$}"));
-        let _ = writeln!(out, "{num} {bar} {}", paint(st, &format!("{mark}{}", clean(text))));
+        let _ = writeln!(
+            out,
+            "{num} {bar} {}",
+            paint(st, &format!("{mark}{}", clean(text)))
+        );
     }
     if f.in_diff && shown.is_empty() {
-        let _ = writeln!(out, "{:width$} {bar} {}", "", paint(p.dim, "(line text not available)"));
+        let _ = writeln!(
+            out,
+            "{:width$} {bar} {}",
+            "",
+            paint(p.dim, "(line text not available)")
+        );
     }
     if !f.in_diff {
-        let _ = writeln!(out, "{:width$} {bar} {}", "", paint(p.dim, "(not on a changed line)"));
+        let _ = writeln!(
+            out,
+            "{:width$} {bar} {}",
+            "",
+            paint(p.dim, "(not on a changed line)")
+        );
     }
     let _ = writeln!(out, "{:width$} {bar}", "");
     let lenses: Vec<&str> = f.lenses.iter().map(|l| l.as_str()).collect();
-    let _ = writeln!(out, "{:width$} {} {} confidence · {}", "", paint(p.gutter, "="), f.confidence.as_str(), lenses.join(", "));
+    let _ = writeln!(
+        out,
+        "{:width$} {} {} confidence · {}",
+        "",
+        paint(p.gutter, "="),
+        f.confidence.as_str(),
+        lenses.join(", ")
+    );
     for (i, line) in clean(f.body.trim()).lines().enumerate() {
-        let lead = if i == 0 { paint(p.gutter, "=") } else { " ".into() };
+        let lead = if i == 0 {
+            paint(p.gutter, "=")
+        } else {
+            " ".into()
+        };
         let _ = writeln!(out, "{:width$} {lead} {line}", "");
     }
     out.push('\n');
@@ -151,7 +206,9 @@ fn finding(out: &mut String, f: &Finding, diff: &Diff, p: &Palette) {
 
 /// The flagged lines, `(number, kind, text)`, from the diff when the finding is on it.
 fn shown_lines<'d>(f: &Finding, diff: &'d Diff) -> Vec<(u32, Option<LineKind>, &'d str)> {
-    let Some(file) = diff.file(&f.path) else { return Vec::new() };
+    let Some(file) = diff.file(&f.path) else {
+        return Vec::new();
+    };
     if !f.in_diff {
         return Vec::new();
     }
@@ -172,7 +229,15 @@ fn shown_lines<'d>(f: &Finding, diff: &'d Diff) -> Vec<(u32, Option<LineKind>, &
         let hidden = shown.len() - MAX_SHOWN_LINES + 1;
         shown.truncate(MAX_SHOWN_LINES - 1);
         let last = shown.last().map_or(first, |s| s.0);
-        shown.push((last + 1, None, if hidden == 1 { "… 1 more line" } else { "… more lines" }));
+        shown.push((
+            last + 1,
+            None,
+            if hidden == 1 {
+                "… 1 more line"
+            } else {
+                "… more lines"
+            },
+        ));
     }
     shown
 }

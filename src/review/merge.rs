@@ -16,11 +16,17 @@ pub const NEAR_LINES: u32 = 3;
 
 /// The merged findings of a round, in a deterministic order.
 pub fn merge(findings: Vec<Finding>, min_blocking_confidence: Confidence) -> Vec<Finding> {
-    merge_explained(&findings, min_blocking_confidence).into_iter().map(|(f, _)| f).collect()
+    merge_explained(&findings, min_blocking_confidence)
+        .into_iter()
+        .map(|(f, _)| f)
+        .collect()
 }
 
 /// Like [`merge`], with each merged finding's members: indices into `findings` (for evidence).
-pub fn merge_explained(findings: &[Finding], min_blocking_confidence: Confidence) -> Vec<(Finding, Vec<usize>)> {
+pub fn merge_explained(
+    findings: &[Finding],
+    min_blocking_confidence: Confidence,
+) -> Vec<(Finding, Vec<usize>)> {
     // Most severe and most confident first, so each cluster's representative comes first.
     let mut order_idx: Vec<usize> = (0..findings.len()).collect();
     order_idx.sort_by(|&a, &b| order(&findings[a], &findings[b]));
@@ -32,9 +38,11 @@ pub fn merge_explained(findings: &[Finding], min_blocking_confidence: Confidence
         let home = clusters.iter_mut().find(|c| {
             let lead = &findings[c[0]];
             // A lens that reported two findings meant two problems.
-            !c.iter().any(|&j| findings[j].lenses.iter().any(|l| f.lenses.contains(l)))
+            !c.iter()
+                .any(|&j| findings[j].lenses.iter().any(|l| f.lenses.contains(l)))
                 && near(lead, f)
-                && c.iter().any(|&j| signatures[j].same_problem(&signatures[i]))
+                && c.iter()
+                    .any(|&j| signatures[j].same_problem(&signatures[i]))
         });
         match home {
             Some(c) => c.push(i),
@@ -44,7 +52,12 @@ pub fn merge_explained(findings: &[Finding], min_blocking_confidence: Confidence
 
     let mut merged: Vec<(Finding, Vec<usize>)> = clusters
         .into_iter()
-        .map(|c| (combine(c.iter().map(|&i| &findings[i]), min_blocking_confidence), c))
+        .map(|c| {
+            (
+                combine(c.iter().map(|&i| &findings[i]), min_blocking_confidence),
+                c,
+            )
+        })
         .collect();
     merged.sort_by(|a, b| order(&a.0, &b.0));
     let mut seen = BTreeSet::new();

@@ -62,8 +62,14 @@ pub struct Verdict {
 
 impl Verdict {
     pub fn of(findings: &[finding::Finding]) -> Verdict {
-        let blocking = findings.iter().filter(|f| f.severity == Severity::Blocking).count();
-        Verdict { blocking, advisory: findings.len() - blocking }
+        let blocking = findings
+            .iter()
+            .filter(|f| f.severity == Severity::Blocking)
+            .count();
+        Verdict {
+            blocking,
+            advisory: findings.len() - blocking,
+        }
     }
 }
 
@@ -106,6 +112,9 @@ impl Report {
     /// True when lenses ran and every one of them failed.
     pub fn all_lenses_failed(&self) -> bool {
         !self.lenses.is_empty()
-            && self.lenses.iter().all(|l| l.status == crate::lens::LensStatus::Failed)
+            && self
+                .lenses
+                .iter()
+                .all(|l| l.status == crate::lens::LensStatus::Failed)
     }
 }

@@ -8,8 +8,8 @@
 //! order given, each with its full provenance.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
@@ -55,7 +55,10 @@ pub struct PanelInput {
 impl PanelInput {
     /// One call covering the whole diff.
     pub fn single(req: LensRequest) -> Self {
-        Self { diff: Arc::clone(&req.diff), calls: vec![Arc::new(req)] }
+        Self {
+            diff: Arc::clone(&req.diff),
+            calls: vec![Arc::new(req)],
+        }
     }
 }
 
@@ -122,8 +125,13 @@ pub async fn run_panel(
     req: Arc<LensRequest>,
     observer: &dyn PanelObserver,
 ) -> Vec<LensRun> {
-    let input = PanelInput { diff: Arc::clone(&req.diff), calls: vec![req] };
-    Panel::from_env(2, false).run(lenses, Arc::new(input), observer).await
+    let input = PanelInput {
+        diff: Arc::clone(&req.diff),
+        calls: vec![req],
+    };
+    Panel::from_env(2, false)
+        .run(lenses, Arc::new(input), observer)
+        .await
 }
 
 /// What one lens ended with, before it becomes a [`LensRun`].
@@ -188,7 +196,10 @@ impl Shared {
                 diff: Arc::clone(&req.diff),
                 pr: req.pr.clone(),
             };
-            match self.call_with_fallback(&spec, &req, &mut outcome, i + 1, calls).await {
+            match self
+                .call_with_fallback(&spec, &req, &mut outcome, i + 1, calls)
+                .await
+            {
                 Ok(answer) => {
                     answered += 1;
                     findings.extend(answer.response.findings);
@@ -206,7 +217,8 @@ impl Shared {
                     }
                 }
                 Err(f) => {
-                    let stop = !matches!(f.kind, FailureKind::Transient { .. } | FailureKind::Timeout);
+                    let stop =
+                        !matches!(f.kind, FailureKind::Transient { .. } | FailureKind::Timeout);
                     failures.push((i + 1, f));
                     // A lens that cannot run at all (not logged in, bad key) will not run for
                     // the next call either.
@@ -228,7 +240,10 @@ impl Shared {
                 f.message.clone()
             } else {
                 let unanswered = calls - answered;
-                format!("{unanswered} of {calls} calls failed; call {call}: {}", f.message)
+                format!(
+                    "{unanswered} of {calls} calls failed; call {call}: {}",
+                    f.message
+                )
             });
         }
         outcome
@@ -245,7 +260,11 @@ impl Shared {
             Err(_) => Err(timed_out(spec.timeout)),
         };
         let mut outcome = match result {
-            Ok(response) => Outcome { response: Some(response), failure: None, ..Outcome::failed(spec, String::new()) },
+            Ok(response) => Outcome {
+                response: Some(response),
+                failure: None,
+                ..Outcome::failed(spec, String::new())
+            },
             Err(e) => Outcome::failed(spec, e),
         };
         // The builtin lens has no model, whatever its spec says (DESIGN.md `--format json`).
@@ -264,7 +283,16 @@ impl Shared {
         calls: usize,
     ) -> Result<Answer, Failure> {
         let model = outcome.model.clone();
-        let first = self.call_with_retry(spec, outcome.actual_backend, model.as_deref(), req, call, calls).await;
+        let first = self
+            .call_with_retry(
+                spec,
+                outcome.actual_backend,
+                model.as_deref(),
+                req,
+                call,
+                calls,
+            )
+            .await;
         let failure = match first {
             Ok(answer) => return Ok(answer),
             Err(f) => f,
@@ -293,7 +321,17 @@ impl Shared {
         outcome.model = Some(fallback_model.clone());
         self.call_with_retry(spec, api, Some(&fallback_model), req, call, calls)
             .await
-            .map_err(|f| Failure::new(f.kind, format!("{} (after falling back from {}: {})", f.message, spec.backend.as_str(), failure.message)))
+            .map_err(|f| {
+                Failure::new(
+                    f.kind,
+                    format!(
+                        "{} (after falling back from {}: {})",
+                        f.message,
+                        spec.backend.as_str(),
+                        failure.message
+                    ),
+                )
+            })
     }
 
     fn warn_billing(&self, spec: &LensSpec, api: BackendKind, model: &str, why: &Failure) {
@@ -324,7 +362,10 @@ impl Shared {
         call: usize,
         calls: usize,
     ) -> Result<Answer, Failure> {
-        let cli = matches!(backend, BackendKind::ClaudeCli | BackendKind::CodexCli | BackendKind::Command);
+        let cli = matches!(
+            backend,
+            BackendKind::ClaudeCli | BackendKind::CodexCli | BackendKind::Command
+        );
         let attempts = if cli { 2 } else { 1 };
         let mut last = None;
         for attempt in 0..attempts {
@@ -333,7 +374,16 @@ impl Shared {
             }
             let started = Instant::now();
             let result = self.call_once(spec, backend, model, req).await;
-            self.record_exchange(spec, backend, model, req, &result, started.elapsed(), call, calls);
+            self.record_exchange(
+                spec,
+                backend,
+                model,
+                req,
+                &result,
+                started.elapsed(),
+                call,
+                calls,
+            );
             match result {
                 Err(f) if matches!(f.kind, FailureKind::Transient { .. }) => last = Some(f),
                 other => return other,
@@ -354,9 +404,15 @@ impl Shared {
         call: usize,
         calls: usize,
     ) {
-        let Some(ev) = &self.panel.evidence else { return };
+        let Some(ev) = &self.panel.evidence else {
+            return;
+        };
         let (raw, parsed, error) = match result {
-            Ok(a) => (Some(a.raw.as_str()), serde_json::to_value(&a.response).ok(), None),
+            Ok(a) => (
+                Some(a.raw.as_str()),
+                serde_json::to_value(&a.response).ok(),
+                None,
+            ),
             Err(f) => (None, None, Some(f.message.as_str())),
         };
         ev.record(&Record::Exchange {
@@ -406,9 +462,23 @@ impl Shared {
                         )));
                     };
                     if backend == BackendKind::Anthropic {
-                        anthropic::run_with_policy(&spec, &model, req, &self.panel.anthropic, &self.panel.retry).await
+                        anthropic::run_with_policy(
+                            &spec,
+                            &model,
+                            req,
+                            &self.panel.anthropic,
+                            &self.panel.retry,
+                        )
+                        .await
                     } else {
-                        openai::run_with_policy(&spec, &model, req, &self.panel.openai, &self.panel.retry).await
+                        openai::run_with_policy(
+                            &spec,
+                            &model,
+                            req,
+                            &self.panel.openai,
+                            &self.panel.retry,
+                        )
+                        .await
                     }
                 }
                 BackendKind::Builtin => Err(Failure::fatal("the builtin lens takes no calls")),
@@ -440,7 +510,11 @@ impl From<LensError> for Failure {
 }
 
 fn timed_out(after: Duration) -> String {
-    LensError::Timeout { after, stderr: String::new() }.to_string()
+    LensError::Timeout {
+        after,
+        stderr: String::new(),
+    }
+    .to_string()
 }
 
 fn millis(d: Duration) -> u64 {
@@ -478,7 +552,8 @@ where
             continue;
         };
         let spec = &lenses[i];
-        let outcome = outcome.unwrap_or_else(|| Outcome::failed(spec, LensError::Crashed.to_string()));
+        let outcome =
+            outcome.unwrap_or_else(|| Outcome::failed(spec, LensError::Crashed.to_string()));
         let run = lens_run(spec, outcome, elapsed);
         observer.finished(&spec.name, run.provenance.status, elapsed);
         runs[i] = Some(run);
@@ -488,7 +563,11 @@ where
         .zip(lenses)
         .map(|(run, spec)| {
             run.unwrap_or_else(|| {
-                lens_run(spec, Outcome::failed(spec, LensError::Crashed.to_string()), panel_started.elapsed())
+                lens_run(
+                    spec,
+                    Outcome::failed(spec, LensError::Crashed.to_string()),
+                    panel_started.elapsed(),
+                )
             })
         })
         .collect()
@@ -529,7 +608,10 @@ fn lens_run(spec: &LensSpec, outcome: Outcome, elapsed: Duration) -> LensRun {
         error = provenance.error.as_deref().unwrap_or("-"),
         "lens finished"
     );
-    LensRun { provenance, response: outcome.response }
+    LensRun {
+        provenance,
+        response: outcome.response,
+    }
 }
 
 #[cfg(test)]
@@ -728,7 +810,10 @@ diff --git a/src/lib.rs b/src/lib.rs
         assert_eq!(p.fallback_source, None);
         assert_eq!(p.model.as_deref(), Some("claude-opus-5"));
         let error = p.error.as_deref().unwrap_or_default();
-        assert!(error.contains("/nonexistent/claude") && error.contains("not found"), "{error}");
+        assert!(
+            error.contains("/nonexistent/claude") && error.contains("not found"),
+            "{error}"
+        );
     }
 
     #[tokio::test]

@@ -27,25 +27,37 @@ pub async fn review(
     let (diff, mut not_reviewed) = gate(diff, config);
     let diff = Arc::new(diff);
     // Only lenses that take prompts need a plan; the builtin lens reads the diff itself.
-    let needs_plan = lenses.iter().any(|l| l.backend != crate::lens::BackendKind::Builtin);
+    let needs_plan = lenses
+        .iter()
+        .any(|l| l.backend != crate::lens::BackendKind::Builtin);
     let calls = if needs_plan {
-        let opts = PlanOptions { token_budget: config.token_budget, path_rules: &config.path };
+        let opts = PlanOptions {
+            token_budget: config.token_budget,
+            path_rules: &config.path,
+        };
         let planned = plan::plan(&diff, pr.as_ref(), &opts);
-        not_reviewed.extend(
-            planned
-                .over_budget
-                .into_iter()
-                .map(|path| NotReviewed { path, reason: NotReviewedReason::OverBudget }),
-        );
+        not_reviewed.extend(planned.over_budget.into_iter().map(|path| NotReviewed {
+            path,
+            reason: NotReviewedReason::OverBudget,
+        }));
         planned
             .chunks
             .into_iter()
-            .map(|c| Arc::new(LensRequest { prompt: c.prompt, diff: Arc::new(c.diff), pr: pr.clone() }))
+            .map(|c| {
+                Arc::new(LensRequest {
+                    prompt: c.prompt,
+                    diff: Arc::new(c.diff),
+                    pr: pr.clone(),
+                })
+            })
             .collect()
     } else {
         Vec::new()
     };
-    let input = Arc::new(PanelInput { diff: Arc::clone(&diff), calls });
+    let input = Arc::new(PanelInput {
+        diff: Arc::clone(&diff),
+        calls,
+    });
     let runs = panel.run(lenses, input, observer).await;
 
     let mut findings = Vec::new();
@@ -53,7 +65,12 @@ pub async fn review(
     for run in runs {
         if let Some(response) = run.response {
             let lens = &run.provenance.lens;
-            findings.extend(response.findings.into_iter().map(|raw| Finding::locate(raw, lens, &diff)));
+            findings.extend(
+                response
+                    .findings
+                    .into_iter()
+                    .map(|raw| Finding::locate(raw, lens, &diff)),
+            );
         }
         provenance.push(run.provenance);
     }
@@ -94,7 +111,8 @@ fn record_merge(
                 confidence: f.confidence.as_str(),
             })
             .collect();
-        let demoted = members.iter().any(|f| f.severity == "blocking") && m.severity == Severity::Advisory;
+        let demoted =
+            members.iter().any(|f| f.severity == "blocking") && m.severity == Severity::Advisory;
         let note = demoted.then(|| {
             format!(
                 "blocking at {} confidence is below min_blocking_confidence ({}), so advisory",
@@ -121,7 +139,9 @@ fn gate(mut diff: Diff, config: &ReviewConfig) -> (Diff, Vec<NotReviewed>) {
             builder.add(glob);
         }
     }
-    let ignored = builder.build().unwrap_or_else(|_| globset::GlobSet::empty());
+    let ignored = builder
+        .build()
+        .unwrap_or_else(|_| globset::GlobSet::empty());
     let mut not_reviewed = Vec::new();
     diff.retain(|file| {
         let reason = if ignored.is_match(file.path()) {
@@ -131,7 +151,10 @@ fn gate(mut diff: Diff, config: &ReviewConfig) -> (Diff, Vec<NotReviewed>) {
         } else {
             return true;
         };
-        not_reviewed.push(NotReviewed { path: file.path().to_owned(), reason });
+        not_reviewed.push(NotReviewed {
+            path: file.path().to_owned(),
+            reason,
+        });
         false
     });
     (diff, not_reviewed)

@@ -49,7 +49,8 @@ fn steady(text: &str) -> String {
 }
 
 fn json(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}", stdout(o)))
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}", stdout(o)))
 }
 
 /// A config with command lenses from `tests/fixtures`, written into `dir`.
@@ -71,7 +72,11 @@ fn command_lens(name: &str, script: &str, extra: &str) -> String {
 #[test]
 fn demo_text() {
     let dir = tempfile::tempdir().unwrap();
-    let o = reviewbot(&["review", "--diff", &fixture("examples/demo.patch")], None, dir.path());
+    let o = reviewbot(
+        &["review", "--diff", &fixture("examples/demo.patch")],
+        None,
+        dir.path(),
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stderr(&o).contains("no lens configured; reviewing with the builtin lens"));
     insta::assert_snapshot!("demo_text", steady(&stdout(&o)));
@@ -80,7 +85,19 @@ fn demo_text() {
 #[test]
 fn demo_json() {
     let dir = tempfile::tempdir().unwrap();
-    let o = reviewbot(&["review", "--diff", &fixture("examples/demo.patch"), "--lens", "builtin", "--format", "json"], None, dir.path());
+    let o = reviewbot(
+        &[
+            "review",
+            "--diff",
+            &fixture("examples/demo.patch"),
+            "--lens",
+            "builtin",
+            "--format",
+            "json",
+        ],
+        None,
+        dir.path(),
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let doc = json(&o);
     assert_eq!(doc["lenses"][0]["model"], Value::Null);
@@ -94,7 +111,19 @@ fn demo_json() {
 #[test]
 fn demo_markdown() {
     let dir = tempfile::tempdir().unwrap();
-    let o = reviewbot(&["review", "--diff", &fixture("examples/demo.patch"), "--lens", "builtin", "--format", "markdown"], None, dir.path());
+    let o = reviewbot(
+        &[
+            "review",
+            "--diff",
+            &fixture("examples/demo.patch"),
+            "--lens",
+            "builtin",
+            "--format",
+            "markdown",
+        ],
+        None,
+        dir.path(),
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     insta::assert_snapshot!("demo_markdown", stdout(&o));
 }
@@ -102,7 +131,21 @@ fn demo_markdown() {
 #[test]
 fn demo_sarif_points_at_the_same_places() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |format: &str| reviewbot(&["review", "--diff", &fixture("examples/demo.patch"), "--lens", "builtin", "--format", format], None, dir.path());
+    let run = |format: &str| {
+        reviewbot(
+            &[
+                "review",
+                "--diff",
+                &fixture("examples/demo.patch"),
+                "--lens",
+                "builtin",
+                "--format",
+                format,
+            ],
+            None,
+            dir.path(),
+        )
+    };
     let doc = json(&run("json"));
     let sarif = json(&run("sarif"));
     assert_eq!(sarif["version"], "2.1.0");
@@ -112,10 +155,20 @@ fn demo_sarif_points_at_the_same_places() {
     assert!(!findings.is_empty());
     for (r, f) in results.iter().zip(findings) {
         let loc = &r["locations"][0]["physicalLocation"];
-        assert_eq!(loc["artifactLocation"]["uri"], f["path"].as_str().unwrap().replace(' ', "%20"));
+        assert_eq!(
+            loc["artifactLocation"]["uri"],
+            f["path"].as_str().unwrap().replace(' ', "%20")
+        );
         assert_eq!(loc["region"]["endLine"], f["line"]);
-        assert_eq!(r["partialFingerprints"]["reviewbotFingerprint/v1"], f["fingerprint"]);
-        let level = if f["severity"] == "blocking" { "error" } else { "warning" };
+        assert_eq!(
+            r["partialFingerprints"]["reviewbotFingerprint/v1"],
+            f["fingerprint"]
+        );
+        let level = if f["severity"] == "blocking" {
+            "error"
+        } else {
+            "warning"
+        };
         assert_eq!(r["level"], level);
     }
 }
@@ -127,10 +180,19 @@ fn no_secret_survives_in_any_format() {
         .into_iter()
         .map(|m| patch[m.range].to_owned())
         .collect();
-    assert!(!secrets.is_empty(), "the demo patch should carry a fake secret");
+    assert!(
+        !secrets.is_empty(),
+        "the demo patch should carry a fake secret"
+    );
     let dir = tempfile::tempdir().unwrap();
     for format in ["text", "json", "markdown", "sarif"] {
-        let o = reviewbot(&["review", "--diff", "-", "--lens", "builtin", "--format", format], Some(patch.as_bytes()), dir.path());
+        let o = reviewbot(
+            &[
+                "review", "--diff", "-", "--lens", "builtin", "--format", format,
+            ],
+            Some(patch.as_bytes()),
+            dir.path(),
+        );
         let all = format!("{}{}", stdout(&o), stderr(&o));
         for s in &secrets {
             assert!(!all.contains(s.as_str()), "{format} output leaks {s}");
@@ -145,13 +207,29 @@ fn two_lenses_flagging_the_same_problem_merge_into_one_finding() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(
         dir.path(),
-        &(command_lens("alpha", "tests/fixtures/cli/lens-a.sh", "") + &command_lens("beta", "tests/fixtures/cli/lens-b.sh", "")),
+        &(command_lens("alpha", "tests/fixtures/cli/lens-a.sh", "")
+            + &command_lens("beta", "tests/fixtures/cli/lens-b.sh", "")),
     );
-    let o = reviewbot(&["review", "--diff", &fixture("tests/fixtures/cli/query.diff"), "--config", &cfg, "--format", "json"], None, dir.path());
+    let o = reviewbot(
+        &[
+            "review",
+            "--diff",
+            &fixture("tests/fixtures/cli/query.diff"),
+            "--config",
+            &cfg,
+            "--format",
+            "json",
+        ],
+        None,
+        dir.path(),
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let doc = json(&o);
     let findings = doc["findings"].as_array().unwrap();
-    let injection: Vec<&Value> = findings.iter().filter(|f| f["title"].as_str().unwrap().contains("SQL")).collect();
+    let injection: Vec<&Value> = findings
+        .iter()
+        .filter(|f| f["title"].as_str().unwrap().contains("SQL"))
+        .collect();
     assert_eq!(injection.len(), 1, "{findings:#?}");
     let f = injection[0];
     assert_eq!(f["lenses"], serde_json::json!(["alpha", "beta"]));
@@ -164,8 +242,16 @@ fn two_lenses_flagging_the_same_problem_merge_into_one_finding() {
     let off: Vec<&Value> = findings.iter().filter(|f| f["in_diff"] == false).collect();
     assert_eq!(off.len(), 1);
     assert_eq!(off[0]["path"], "src/pool.rs");
-    assert_eq!(doc["verdict"], serde_json::json!({"blocking": 1, "advisory": 2}));
-    let statuses: Vec<&str> = doc["lenses"].as_array().unwrap().iter().map(|l| l["status"].as_str().unwrap()).collect();
+    assert_eq!(
+        doc["verdict"],
+        serde_json::json!({"blocking": 1, "advisory": 2})
+    );
+    let statuses: Vec<&str> = doc["lenses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["status"].as_str().unwrap())
+        .collect();
     assert_eq!(statuses, ["ok", "ok"]);
 }
 
@@ -178,31 +264,75 @@ fn failing_lenses_are_reported_and_the_others_still_count() {
         &[
             command_lens("alpha", "tests/fixtures/cli/lens-a.sh", ""),
             command_lens("broken", "tests/fixtures/lenses/fail.sh", ""),
-            command_lens("stuck", "tests/fixtures/lenses/hang.sh", &format!("timeout = \"1s\"\nargs = [\"{}\"]", pid_file.display())),
+            command_lens(
+                "stuck",
+                "tests/fixtures/lenses/hang.sh",
+                &format!("timeout = \"1s\"\nargs = [\"{}\"]", pid_file.display()),
+            ),
             command_lens("babble", "tests/fixtures/lenses/garbage.sh", ""),
         ]
         .concat(),
     );
-    let o = reviewbot(&["review", "--diff", &fixture("tests/fixtures/cli/query.diff"), "--config", &cfg, "--format", "json"], None, dir.path());
+    let o = reviewbot(
+        &[
+            "review",
+            "--diff",
+            &fixture("tests/fixtures/cli/query.diff"),
+            "--config",
+            &cfg,
+            "--format",
+            "json",
+        ],
+        None,
+        dir.path(),
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let doc = json(&o);
     let lenses = doc["lenses"].as_array().unwrap();
-    let status = |name: &str| lenses.iter().find(|l| l["lens"] == name).map(|l| (l["status"].clone(), l["error"].clone())).unwrap();
+    let status = |name: &str| {
+        lenses
+            .iter()
+            .find(|l| l["lens"] == name)
+            .map(|l| (l["status"].clone(), l["error"].clone()))
+            .unwrap()
+    };
     assert_eq!(status("alpha").0, "ok");
     for name in ["broken", "stuck", "babble"] {
         let (s, e) = status(name);
         assert_eq!(s, "failed", "{name}");
-        assert!(e.as_str().is_some_and(|e| !e.is_empty()), "{name} has no error");
+        assert!(
+            e.as_str().is_some_and(|e| !e.is_empty()),
+            "{name} has no error"
+        );
     }
-    assert!(status("stuck").1.as_str().unwrap().contains("timed out"), "{:?}", status("stuck"));
+    assert!(
+        status("stuck").1.as_str().unwrap().contains("timed out"),
+        "{:?}",
+        status("stuck")
+    );
     assert_eq!(doc["findings"].as_array().unwrap().len(), 2);
 }
 
 #[test]
 fn every_lens_failing_is_exit_3_with_the_document_on_stdout() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), &command_lens("broken", "tests/fixtures/lenses/fail.sh", ""));
-    let o = reviewbot(&["review", "--diff", &fixture("tests/fixtures/cli/query.diff"), "--config", &cfg, "--format", "json"], None, dir.path());
+    let cfg = config(
+        dir.path(),
+        &command_lens("broken", "tests/fixtures/lenses/fail.sh", ""),
+    );
+    let o = reviewbot(
+        &[
+            "review",
+            "--diff",
+            &fixture("tests/fixtures/cli/query.diff"),
+            "--config",
+            &cfg,
+            "--format",
+            "json",
+        ],
+        None,
+        dir.path(),
+    );
     assert_eq!(o.status.code(), Some(3));
     assert_eq!(json(&o)["lenses"][0]["status"], "failed");
 }
@@ -219,8 +349,21 @@ fn fail_on_sets_exit_1() {
     assert_eq!(code(&["--fail-on", "blocking"]), Some(1));
     assert_eq!(code(&["--fail-on", "advisory"]), Some(1));
     assert_eq!(code(&["--fail-on", "never"]), Some(0));
-    let clean_diff = "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-old\n+new\n";
-    let o = reviewbot(&["review", "--diff", "-", "--lens", "builtin", "--fail-on", "advisory"], Some(clean_diff.as_bytes()), dir.path());
+    let clean_diff =
+        "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-old\n+new\n";
+    let o = reviewbot(
+        &[
+            "review",
+            "--diff",
+            "-",
+            "--lens",
+            "builtin",
+            "--fail-on",
+            "advisory",
+        ],
+        Some(clean_diff.as_bytes()),
+        dir.path(),
+    );
     assert_eq!(o.status.code(), Some(0));
     assert!(stdout(&o).contains("Verdict: 0 blocking, 0 advisory."));
 }
@@ -228,11 +371,15 @@ fn fail_on_sets_exit_1() {
 // ---- bad input: exit 2 and one clear line ----
 
 fn assert_usage_error(o: &Output, needle: &str) {
-    assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(o));
     let err = stderr(o);
     assert!(err.contains(needle), "expected {needle:?} in {err:?}");
     assert!(!err.contains("panicked"), "{err}");
-    assert!(stdout(o).is_empty(), "stdout should be empty on a usage error: {}", stdout(o));
+    assert!(
+        stdout(o).is_empty(),
+        "stdout should be empty on a usage error: {}",
+        stdout(o)
+    );
 }
 
 #[test]
@@ -240,30 +387,81 @@ fn bad_input_is_exit_2_with_one_clear_line() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let o = reviewbot(&["review", "--diff", "nope.patch"], None, d);
-    assert_usage_error(&o, "cannot read diff file nope.patch: No such file or directory");
+    assert_usage_error(
+        &o,
+        "cannot read diff file nope.patch: No such file or directory",
+    );
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
 
-    let o = reviewbot(&["review", "--diff", "-"], Some(b"this is not a diff\nat all\n"), d);
+    let o = reviewbot(
+        &["review", "--diff", "-"],
+        Some(b"this is not a diff\nat all\n"),
+        d,
+    );
     assert_usage_error(&o, "standard input is not a diff reviewbot can read");
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
 
-    let o = reviewbot(&["review", "--diff", "-"], Some(b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n"), d);
+    let o = reviewbot(
+        &["review", "--diff", "-"],
+        Some(b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n"),
+        d,
+    );
     assert_usage_error(&o, "line ");
 
     // Not named reviewbot.toml, so the later runs in this directory do not pick it up.
     let cfg = d.join("bad.toml");
     std::fs::write(&cfg, "[review]\nmax_coments = 3\n").unwrap();
     let cfg = cfg.display().to_string();
-    let o = reviewbot(&["review", "--diff", &fixture("examples/demo.patch"), "--config", &cfg], None, d);
+    let o = reviewbot(
+        &[
+            "review",
+            "--diff",
+            &fixture("examples/demo.patch"),
+            "--config",
+            &cfg,
+        ],
+        None,
+        d,
+    );
     assert_usage_error(&o, "line 2: unknown field `max_coments`");
 
-    let o = reviewbot(&["review", "--diff", &fixture("examples/demo.patch"), "--config", "missing.toml"], None, d);
+    let o = reviewbot(
+        &[
+            "review",
+            "--diff",
+            &fixture("examples/demo.patch"),
+            "--config",
+            "missing.toml",
+        ],
+        None,
+        d,
+    );
     assert_usage_error(&o, "cannot read config missing.toml");
 
-    let o = reviewbot(&["review", "--diff", &fixture("examples/demo.patch"), "--format", "yaml"], None, d);
+    let o = reviewbot(
+        &[
+            "review",
+            "--diff",
+            &fixture("examples/demo.patch"),
+            "--format",
+            "yaml",
+        ],
+        None,
+        d,
+    );
     assert_usage_error(&o, "invalid value 'yaml' for '--format");
 
-    let o = reviewbot(&["review", "--diff", &fixture("examples/demo.patch"), "--lens", "ghost"], None, d);
+    let o = reviewbot(
+        &[
+            "review",
+            "--diff",
+            &fixture("examples/demo.patch"),
+            "--lens",
+            "ghost",
+        ],
+        None,
+        d,
+    );
     assert_usage_error(&o, "unknown lens `ghost`");
 
     let o = reviewbot(&["review"], None, d);
@@ -273,9 +471,18 @@ fn bad_input_is_exit_2_with_one_clear_line() {
 #[test]
 fn reviewbot_config_env_is_honoured() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), &command_lens("alpha", "tests/fixtures/cli/lens-a.sh", ""));
+    let cfg = config(
+        dir.path(),
+        &command_lens("alpha", "tests/fixtures/cli/lens-a.sh", ""),
+    );
     let o = Command::new(env!("CARGO_BIN_EXE_reviewbot"))
-        .args(["review", "--diff", &fixture("tests/fixtures/cli/query.diff"), "--format", "json"])
+        .args([
+            "review",
+            "--diff",
+            &fixture("tests/fixtures/cli/query.diff"),
+            "--format",
+            "json",
+        ])
         .current_dir(dir.path())
         .env("REVIEWBOT_CONFIG", &cfg)
         .env_remove("GITHUB_ACTIONS")
@@ -288,18 +495,30 @@ fn reviewbot_config_env_is_honoured() {
 #[test]
 fn the_workspace_config_is_not_read_inside_github_actions() {
     let dir = tempfile::tempdir().unwrap();
-    config(dir.path(), &command_lens("alpha", "tests/fixtures/cli/lens-a.sh", ""));
+    config(
+        dir.path(),
+        &command_lens("alpha", "tests/fixtures/cli/lens-a.sh", ""),
+    );
     let run = |actions: bool| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_reviewbot"));
-        cmd.args(["review", "--diff", &fixture("tests/fixtures/cli/query.diff"), "--format", "json"])
-            .current_dir(dir.path())
-            .env_remove("REVIEWBOT_CONFIG");
+        cmd.args([
+            "review",
+            "--diff",
+            &fixture("tests/fixtures/cli/query.diff"),
+            "--format",
+            "json",
+        ])
+        .current_dir(dir.path())
+        .env_remove("REVIEWBOT_CONFIG");
         if actions {
             cmd.env("GITHUB_ACTIONS", "true");
         } else {
             cmd.env_remove("GITHUB_ACTIONS");
         }
-        json(&cmd.output().unwrap())["lenses"][0]["lens"].as_str().unwrap().to_owned()
+        json(&cmd.output().unwrap())["lenses"][0]["lens"]
+            .as_str()
+            .unwrap()
+            .to_owned()
     };
     assert_eq!(run(false), "alpha");
     assert_eq!(run(true), "builtin");
