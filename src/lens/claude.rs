@@ -518,7 +518,7 @@ mod tests {
             .await
             .expect_err("times out");
         assert!(started.elapsed() < Duration::from_millis(1500));
-        assert_eq!(f.kind, FailureKind::Transient { retry_after: None });
+        assert_eq!(f.kind, FailureKind::Timeout);
         assert_eq!(
             f.message,
             "claude timed out after 300ms; stderr: fake-claude: thinking hard"

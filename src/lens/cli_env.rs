@@ -141,7 +141,7 @@ pub(crate) fn process_failure(cli: &str, install: &str, e: ProcessError) -> Fail
             ),
         ),
         ProcessError::Timeout { .. } => Failure::new(
-            FailureKind::Transient { retry_after: None },
+            FailureKind::Timeout,
             format!("{cli} {}", LensError::from(e)),
         ),
         other => Failure::fatal(format!("{cli}: {}", LensError::from(other))),

@@ -493,7 +493,7 @@ mod tests {
             .await
             .expect_err("times out");
         assert!(started.elapsed() < Duration::from_millis(1500));
-        assert_eq!(f.kind, FailureKind::Transient { retry_after: None });
+        assert_eq!(f.kind, FailureKind::Timeout);
         assert!(
             f.message.starts_with("codex timed out after 300ms"),
             "{}",
@@ -606,8 +606,8 @@ mod tests {
             .expect_err("logged out");
         // Visible with `--nocapture`: what the real CLI made of it.
         eprintln!("real codex: {f:?}");
-        let offline = f.kind == FailureKind::Transient { retry_after: None }
-            && f.message.starts_with("codex timed out after 5s");
+        let offline =
+            f.kind == FailureKind::Timeout && f.message.starts_with("codex timed out after 5s");
         assert!(offline || f.kind == FailureKind::NotLoggedIn, "{f:?}");
         let needle = format!("CODEX_HOME={}", codex_home.display());
         let mut left = fake::processes_with_env(&needle);

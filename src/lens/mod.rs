@@ -202,7 +202,10 @@ pub enum FailureKind {
 impl FailureKind {
     /// Whether a subscription lens may fall back to its vendor's API after this failure.
     pub fn fallback_eligible(self) -> bool {
-        matches!(self, FailureKind::UsageLimit | FailureKind::NotLoggedIn | FailureKind::Missing)
+        matches!(
+            self,
+            FailureKind::UsageLimit | FailureKind::NotLoggedIn | FailureKind::Missing
+        )
     }
 }
 
@@ -216,7 +219,10 @@ pub struct Failure {
 
 impl Failure {
     pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into() }
+        Self {
+            kind,
+            message: message.into(),
+        }
     }
     pub fn fatal(message: impl Into<String>) -> Self {
         Self::new(FailureKind::Fatal, message)

@@ -439,20 +439,17 @@ impl Shared {
     ) -> Result<Answer, Failure> {
         let mut spec = spec.clone();
         spec.model = model.map(str::to_owned);
-        // The CLIs and the command lens end their own process group at `spec.timeout`; this
-        // bound is a backstop that leaves room for that cleanup.
-        let backstop = spec.timeout + KILL_GRACE + Duration::from_secs(1);
+        // Waiting for a subscription slot is not the lens's time: take the slot first.
+        let _slot = match backend {
+            BackendKind::ClaudeCli => self.claude_slots.acquire().await.ok(),
+            BackendKind::CodexCli => self.codex_slots.acquire().await.ok(),
+            _ => None,
+        };
         let work = async {
             match backend {
                 BackendKind::Command => command::run(&spec, req).await.map_err(Failure::from),
-                BackendKind::ClaudeCli => {
-                    let _slot = self.claude_slots.acquire().await;
-                    claude::run(&spec, req, &self.panel.cli_env).await
-                }
-                BackendKind::CodexCli => {
-                    let _slot = self.codex_slots.acquire().await;
-                    codex::run(&spec, req, &self.panel.cli_env).await
-                }
+                BackendKind::ClaudeCli => claude::run(&spec, req, &self.panel.cli_env).await,
+                BackendKind::CodexCli => codex::run(&spec, req, &self.panel.cli_env).await,
                 BackendKind::Anthropic | BackendKind::Openai => {
                     let Some(model) = spec.model.clone() else {
                         return Err(Failure::fatal(format!(
@@ -484,12 +481,14 @@ impl Shared {
                 BackendKind::Builtin => Err(Failure::fatal("the builtin lens takes no calls")),
             }
         };
-        // An API call may retry inside (waits included), so it gets room for its attempts.
         let bound = match backend {
+            // An API call may retry inside (waits included), so it gets room for its attempts.
             BackendKind::Anthropic | BackendKind::Openai => {
                 spec.timeout * self.panel.retry.attempts.max(1) + self.panel.retry.max_retry_after
             }
-            _ => backstop,
+            // The CLIs and the command lens end their own process group at `spec.timeout`; this
+            // bound is a backstop that leaves room for that cleanup.
+            _ => spec.timeout + KILL_GRACE + Duration::from_secs(1),
         };
         match tokio::time::timeout(bound, work).await {
             Ok(result) => result,
