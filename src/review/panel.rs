@@ -832,4 +832,264 @@ diff --git a/src/lib.rs b/src/lib.rs
     async fn an_empty_panel_is_empty() {
         assert!(run_panel(&[], request(), &NoProgress).await.is_empty());
     }
+
+    // ---- fallback, concurrency ----
+
+    use crate::lens::cli_env::fake::{Fake, cli_env};
+    use crate::lens::http::tests::{FakeServer, Reply, fast_policy};
+
+    /// A panel whose notices are kept, with the given API servers.
+    fn test_panel(
+        fake: &Fake,
+        anthropic: Option<&FakeServer>,
+        openai: Option<&FakeServer>,
+        allow_fallback: bool,
+    ) -> (Panel, Arc<Mutex<Vec<String>>>) {
+        let notices = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&notices);
+        let api = |server: Option<&FakeServer>| ApiEnv {
+            api_key: Some("sk-test-key".to_owned()),
+            base_url: server.map(|s| s.base.clone()),
+        };
+        let panel = Panel {
+            cli_env: cli_env(fake.dir.path(), fake.dir.path()),
+            anthropic: api(anthropic),
+            openai: api(openai),
+            allow_api_fallback: allow_fallback,
+            subscription_concurrency: 2,
+            retry: fast_policy(),
+            notices: Arc::new(move |line: &str| {
+                sink.lock().expect("notices").push(line.to_owned())
+            }),
+            evidence: None,
+        };
+        (panel, notices)
+    }
+
+    fn anthropic_ok() -> Reply {
+        let text = r#"{"findings":[{"path":"src/lib.rs","line":2,"severity":"advisory","confidence":"high","title":"b is unused","body":"Remove it."}]}"#;
+        Reply::json(
+            200,
+            serde_json::json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-5",
+                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                "usage": {"input_tokens": 100, "output_tokens": 20}}),
+        )
+    }
+
+    fn openai_ok() -> Reply {
+        let text = r#"{"findings":[],"summary":"fine"}"#;
+        Reply::json(
+            200,
+            serde_json::json!({"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-5.6",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": null},
+                             "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55}}),
+        )
+    }
+
+    fn two_calls() -> Arc<PanelInput> {
+        let req = request();
+        Arc::new(PanelInput {
+            diff: Arc::clone(&req.diff),
+            calls: vec![Arc::clone(&req), req],
+        })
+    }
+
+    #[tokio::test]
+    async fn a_usage_limit_falls_back_to_the_same_vendor_api_once_and_sticks() {
+        let fake = Fake::new("claude", "usage-limit");
+        let server = FakeServer::start(vec![anthropic_ok()]).await;
+        let (panel, notices) = test_panel(&fake, Some(&server), None, true);
+        let mut spec = fake.lens(BackendKind::ClaudeCli, Some("claude-opus-5"));
+        spec.api_fallback_model = Some("claude-sonnet-5".to_owned());
+
+        let runs = panel.run(&[spec], two_calls(), &NoProgress).await;
+        let p = &runs[0].provenance;
+        assert_eq!(p.status, LensStatus::Ok, "{:?}", p.error);
+        assert_eq!(p.requested_backend, BackendKind::ClaudeCli);
+        assert_eq!(p.actual_backend, BackendKind::Anthropic);
+        assert_eq!(p.fallback_source, Some(BackendKind::ClaudeCli));
+        assert_eq!(p.auth_class, AuthClass::Api);
+        assert_eq!(p.calls, Some(2));
+        assert_eq!(
+            p.usage,
+            Some(Usage {
+                input_tokens: 200,
+                output_tokens: 40
+            })
+        );
+        // Both calls went to the API: the fallback is sticky, the CLI was not asked again.
+        let received = server.received();
+        assert_eq!(received.len(), 2);
+        assert!(
+            received
+                .iter()
+                .all(|r| r.body["model"] == "claude-sonnet-5")
+        );
+        let notices = notices.lock().expect("notices");
+        assert_eq!(notices.len(), 1, "{notices:?}");
+        assert!(notices[0].starts_with(
+            "warning: billing: lens claude falls back from claude-cli to the anthropic API"
+        ));
+        assert!(notices[0].contains("ANTHROPIC_API_KEY") && !notices[0].contains("sk-test-key"));
+        assert_eq!(runs[0].response.as_ref().map(|r| r.findings.len()), Some(2));
+    }
+
+    #[tokio::test]
+    async fn no_fallback_without_permission_or_without_a_fallback_model() {
+        let fake = Fake::new("claude", "usage-limit");
+        let server = FakeServer::start(vec![anthropic_ok()]).await;
+        let mut spec = fake.lens(BackendKind::ClaudeCli, Some("claude-opus-5"));
+        spec.api_fallback_model = Some("claude-sonnet-5".to_owned());
+
+        let (panel, notices) = test_panel(&fake, Some(&server), None, false);
+        let runs = panel
+            .run(std::slice::from_ref(&spec), two_calls(), &NoProgress)
+            .await;
+        let p = &runs[0].provenance;
+        assert_eq!(
+            (p.status, p.actual_backend, p.fallback_source),
+            (LensStatus::Failed, BackendKind::ClaudeCli, None)
+        );
+        assert!(
+            p.error
+                .as_deref()
+                .is_some_and(|e| e.contains("usage or rate limit")),
+            "{:?}",
+            p.error
+        );
+
+        spec.api_fallback_model = None;
+        let (panel, _) = test_panel(&fake, Some(&server), None, true);
+        let runs = panel.run(&[spec], two_calls(), &NoProgress).await;
+        assert_eq!(runs[0].provenance.status, LensStatus::Failed);
+        assert!(server.received().is_empty());
+        assert!(notices.lock().expect("notices").is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_fatal_cli_failure_never_falls_back() {
+        let fake = Fake::new("claude", "max-turns");
+        let server = FakeServer::start(vec![anthropic_ok()]).await;
+        let (panel, _) = test_panel(&fake, Some(&server), None, true);
+        let mut spec = fake.lens(BackendKind::ClaudeCli, None);
+        spec.api_fallback_model = Some("claude-sonnet-5".to_owned());
+        let runs = panel.run(&[spec], two_calls(), &NoProgress).await;
+        assert_eq!(runs[0].provenance.status, LensStatus::Failed);
+        assert!(server.received().is_empty());
+    }
+
+    #[tokio::test]
+    async fn codex_falls_back_to_openai_never_to_another_vendor() {
+        let fake = Fake::new("codex", "usage-limit");
+        let anthropic = FakeServer::start(vec![anthropic_ok()]).await;
+        let openai = FakeServer::start(vec![openai_ok()]).await;
+        let (panel, notices) = test_panel(&fake, Some(&anthropic), Some(&openai), true);
+        let mut spec = fake.lens(BackendKind::CodexCli, Some("gpt-5.6-terra"));
+        spec.api_fallback_model = Some("gpt-5.6".to_owned());
+        let runs = panel
+            .run(
+                &[spec],
+                Arc::new(PanelInput::single((*request()).clone())),
+                &NoProgress,
+            )
+            .await;
+        let p = &runs[0].provenance;
+        assert_eq!(p.status, LensStatus::Ok, "{:?}", p.error);
+        assert_eq!(
+            (p.actual_backend, p.fallback_source),
+            (BackendKind::Openai, Some(BackendKind::CodexCli))
+        );
+        assert_eq!(p.model.as_deref(), Some("gpt-5.6"));
+        assert!(anthropic.received().is_empty());
+        assert_eq!(openai.received().len(), 1);
+        assert!(notices.lock().expect("notices")[0].contains("OPENAI_API_KEY"));
+    }
+
+    #[tokio::test]
+    async fn subscription_runs_are_capped_per_backend() {
+        // Three claude lenses with a cap of one run at a time: the fake sleeps while it runs,
+        // and records when it started and ended, so overlaps would show.
+        let fake = Fake::new("claude", "ok");
+        let slow = fake.dir.path().join("slow-claude");
+        std::fs::write(
+            &slow,
+            format!(
+                "#!/bin/sh\necho start $(date +%s%N) >> {log}\nsleep 0.3\necho end $(date +%s%N) >> {log}\nexec {bin} \"$@\"\n",
+                log = fake.dir.path().join("log").display(),
+                bin = fake.bin()
+            ),
+        )
+        .expect("write");
+        std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+        let (mut panel, _) = test_panel(&fake, None, None, false);
+        panel.subscription_concurrency = 1;
+        let lenses: Vec<LensSpec> = ["one", "two", "three"]
+            .iter()
+            .map(|name| {
+                let mut spec = fake.lens(BackendKind::ClaudeCli, None);
+                spec.name = LensName::new(*name);
+                spec.bin = Some(slow.display().to_string());
+                spec
+            })
+            .collect();
+        let started = Instant::now();
+        let runs = panel
+            .run(
+                &lenses,
+                Arc::new(PanelInput::single((*request()).clone())),
+                &NoProgress,
+            )
+            .await;
+        assert!(
+            runs.iter().all(|r| r.provenance.status == LensStatus::Ok),
+            "{runs:?}"
+        );
+        assert!(started.elapsed() >= Duration::from_millis(900));
+        let log = std::fs::read_to_string(fake.dir.path().join("log")).expect("log");
+        let mut running = 0;
+        for line in log.lines() {
+            running += if line.starts_with("start") { 1 } else { -1 };
+            assert!(running <= 1, "two claude runs overlapped:\n{log}");
+        }
+        // The cap is per backend: no slot was held back for the lenses' own time.
+        assert!(runs.iter().all(|r| r.provenance.latency_ms >= 300));
+    }
+
+    #[tokio::test]
+    async fn evidence_keeps_each_exchange() {
+        let dir = tempfile::TempDir::new().expect("dir");
+        let evidence = Arc::new(Evidence::create(dir.path()).expect("evidence"));
+        let fake = Fake::new("claude", "ok");
+        let (mut panel, _) = test_panel(&fake, None, None, false);
+        panel.evidence = Some(Arc::clone(&evidence));
+        let runs = panel
+            .run(
+                &[fake.lens(BackendKind::ClaudeCli, None)],
+                two_calls(),
+                &NoProgress,
+            )
+            .await;
+        assert_eq!(runs[0].provenance.status, LensStatus::Ok);
+        let text = std::fs::read_to_string(evidence.path()).expect("read");
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[1]["kind"], "exchange");
+        assert_eq!(lines[1]["call"], 2);
+        assert_eq!(lines[1]["calls"], 2);
+        assert_eq!(lines[1]["prompt"], "Review this change.");
+        assert_eq!(
+            lines[1]["parsed"]["findings"][0]["title"],
+            "b is never called"
+        );
+        assert!(
+            lines[1]["raw"]
+                .as_str()
+                .is_some_and(|r| r.contains("b is never called"))
+        );
+    }
 }
