@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod diff;
 pub mod evidence;
+pub mod github;
 pub mod ids;
 pub mod lens;
 pub mod plan;

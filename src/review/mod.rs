@@ -6,6 +6,7 @@ pub mod merge;
 pub mod panel;
 pub mod parse;
 pub mod pipeline;
+pub mod rounds;
 
 use serde::{Deserialize, Serialize};
 

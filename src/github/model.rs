@@ -1,0 +1,142 @@
+//! What reviewbot reads from and writes to GitHub, as its own types (converted once, at the
+//! boundary; octocrab's models never travel further).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::diff::Side;
+use crate::ids::{HeadSha, PrNumber};
+
+/// `owner/name`, compared case-insensitively as GitHub does.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct RepoName {
+    pub owner: String,
+    pub name: String,
+}
+
+impl RepoName {
+    /// Parses `owner/name`; `None` for anything else.
+    pub fn parse(s: &str) -> Option<RepoName> {
+        let (owner, name) = s.trim().split_once('/')?;
+        let ok = |p: &str| {
+            !p.is_empty()
+                && p.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        };
+        (ok(owner) && ok(name) && name != "." && name != "..").then(|| RepoName {
+            owner: owner.to_ascii_lowercase(),
+            name: name.to_ascii_lowercase(),
+        })
+    }
+}
+
+impl fmt::Display for RepoName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.owner, self.name)
+    }
+}
+
+impl fmt::Debug for RepoName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// A GitHub account.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct User {
+    pub login: String,
+    /// `User`, `Bot` or `Organization`.
+    #[serde(rename = "type", default)]
+    pub kind: String,
+}
+
+impl User {
+    pub fn is_bot(&self) -> bool {
+        self.kind.eq_ignore_ascii_case("bot")
+    }
+}
+
+/// The pull request fields reviewbot uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullRequest {
+    pub number: PrNumber,
+    pub title: String,
+    pub body: String,
+    /// `open` or `closed`.
+    pub state: String,
+    pub draft: bool,
+    pub head: HeadSha,
+    pub base: HeadSha,
+    /// The base branch name (where `.github/reviewbot.toml` is read from).
+    pub base_ref: String,
+    pub labels: Vec<String>,
+    pub author: User,
+    pub changed_files: u64,
+}
+
+/// One file of a PR, as the files endpoint lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrFile {
+    pub filename: String,
+    pub previous_filename: Option<String>,
+    /// `added`, `removed`, `modified`, `renamed`, `copied`, `changed`, `unchanged`.
+    pub status: String,
+    /// Absent for binary files and diffs too large for GitHub to show.
+    pub patch: Option<String>,
+}
+
+/// A submitted review.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Review {
+    pub id: u64,
+    pub user: Option<User>,
+    pub body: String,
+    pub commit_id: Option<String>,
+    /// Upper-case REST state: `COMMENTED`, `APPROVED`, `CHANGES_REQUESTED`, `DISMISSED`, `PENDING`.
+    pub state: String,
+}
+
+/// A line comment (or a reply in its thread).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewComment {
+    pub id: u64,
+    pub review_id: Option<u64>,
+    pub in_reply_to_id: Option<u64>,
+    pub user: Option<User>,
+    pub body: String,
+    pub path: String,
+    pub line: Option<u32>,
+    pub side: Option<Side>,
+    pub commit_id: Option<String>,
+}
+
+/// How two commits relate (the compare endpoint).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Comparison {
+    /// `ahead`, `behind`, `identical` or `diverged`.
+    pub status: String,
+    pub files: Vec<PrFile>,
+}
+
+/// A review to create: event `COMMENT` (or `REQUEST_CHANGES` when configured), on `commit_id`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NewReview {
+    pub commit_id: String,
+    pub body: String,
+    pub event: String,
+    pub comments: Vec<NewComment>,
+}
+
+/// A line comment of a new review; a range when `start_line` is set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NewComment {
+    pub path: String,
+    pub body: String,
+    pub line: u32,
+    pub side: Side,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_line: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_side: Option<Side>,
+}

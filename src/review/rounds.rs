@@ -1,0 +1,707 @@
+//! Rounds: what earlier rounds said (read back from reviewbot's own markers), what a new round
+//! posts, and what it counts.
+//!
+//! Only reviews authored by reviewbot's identity count — a marker pasted by a human is text, not
+//! a round. A finding already posted on code that has not changed is not posted again; one a
+//! human disputed (replied to) is not raised again unless its lines change; the verdict counts
+//! every finding that holds at this head, new or carried over.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::diff::{Diff, Side};
+use crate::github::model::{Review, ReviewComment, User};
+use crate::ids::HeadSha;
+use crate::review::finding::{Finding, fingerprint};
+use crate::review::{Severity, Verdict};
+
+/// Whose reviews count as reviewbot's own (DESIGN.md "Whose markers count").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Identity {
+    /// A known login: `[github] bot_login`, or the token's user from `GET /user`.
+    Login(String),
+    /// The token cannot say who it is (an Actions or installation token): any bot account.
+    AnyBot,
+}
+
+impl Identity {
+    pub fn owns(&self, user: Option<&User>) -> bool {
+        match (self, user) {
+            (Identity::Login(login), Some(u)) => u.login.eq_ignore_ascii_case(login),
+            (Identity::AnyBot, Some(u)) => u.is_bot(),
+            (_, None) => false,
+        }
+    }
+}
+
+/// A round marker: `<!-- reviewbot round=N head=<sha> verdict=B,A findings=… [lens=NAME] -->`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundMarker {
+    pub round: u32,
+    pub head: HeadSha,
+    pub verdict: Verdict,
+    pub findings: Vec<String>,
+    pub lens: Option<String>,
+}
+
+const MARKER_OPEN: &str = "<!-- reviewbot ";
+
+impl RoundMarker {
+    /// The marker as posted.
+    pub fn render(&self) -> String {
+        let mut s = format!(
+            "{MARKER_OPEN}round={} head={} verdict={},{} findings={}",
+            self.round,
+            self.head,
+            self.verdict.blocking,
+            self.verdict.advisory,
+            self.findings.join(",")
+        );
+        if let Some(lens) = &self.lens {
+            s.push_str(&format!(" lens={lens}"));
+        }
+        s.push_str(" -->");
+        s
+    }
+
+    /// The last well-formed round marker in `body`, if any.
+    pub fn find(body: &str) -> Option<RoundMarker> {
+        body.match_indices(MARKER_OPEN)
+            .filter_map(|(i, _)| {
+                let rest = &body[i + MARKER_OPEN.len()..];
+                let end = rest.find("-->")?;
+                RoundMarker::parse_fields(&rest[..end])
+            })
+            .last()
+    }
+
+    fn parse_fields(inner: &str) -> Option<RoundMarker> {
+        let fields: BTreeMap<&str, &str> = inner
+            .split_whitespace()
+            .filter_map(|kv| kv.split_once('='))
+            .collect();
+        let (b, a) = fields.get("verdict")?.split_once(',')?;
+        let findings = fields.get("findings").copied().unwrap_or_default();
+        Some(RoundMarker {
+            round: fields.get("round")?.parse().ok().filter(|&n| n > 0)?,
+            head: HeadSha::parse(fields.get("head")?)?,
+            verdict: Verdict {
+                blocking: b.parse().ok()?,
+                advisory: a.parse().ok()?,
+            },
+            findings: findings
+                .split(',')
+                .filter(|f| is_fingerprint(f))
+                .map(str::to_owned)
+                .collect(),
+            lens: fields.get("lens").map(|l| (*l).to_owned()),
+        })
+    }
+}
+
+/// The fingerprint in a line comment's `<!-- reviewbot finding=… -->` marker.
+pub fn comment_fingerprint(body: &str) -> Option<&str> {
+    let start = body.rfind("<!-- reviewbot finding=")? + "<!-- reviewbot finding=".len();
+    let rest = &body[start..];
+    let fp = rest[..rest.find(' ')?].trim();
+    is_fingerprint(fp).then_some(fp)
+}
+
+fn is_fingerprint(s: &str) -> bool {
+    (8..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// A finding an earlier round reported, as far as it can be read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PastFinding {
+    pub fingerprint: String,
+    pub severity: Severity,
+    /// Where it sat, when known (from its line comment or the body's list).
+    pub place: Option<Place>,
+    /// A human replied in its thread.
+    pub disputed: bool,
+}
+
+/// A finding's place: path, side and line range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub path: String,
+    pub side: Side,
+    pub start: u32,
+    pub end: u32,
+}
+
+/// What the earlier rounds of a PR said.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    /// One per round review of ours, in posting order.
+    pub rounds: Vec<(u64, RoundMarker)>,
+    /// Every finding the latest round(s) reported, by fingerprint.
+    pub findings: BTreeMap<String, PastFinding>,
+}
+
+impl History {
+    /// Reads reviewbot's earlier rounds from a PR's reviews and review comments. In per-lens
+    /// mode (`lens`), only that lens's rounds count.
+    pub fn read(
+        reviews: &[Review],
+        comments: &[ReviewComment],
+        who: &Identity,
+        lens: Option<&str>,
+    ) -> History {
+        let mut history = History::default();
+        let ours: BTreeSet<u64> = reviews
+            .iter()
+            .filter(|r| who.owns(r.user.as_ref()))
+            .filter_map(|r| {
+                let marker = RoundMarker::find(&r.body)?;
+                (marker.lens.as_deref() == lens).then(|| {
+                    history.rounds.push((r.id, marker));
+                    r.id
+                })
+            })
+            .collect();
+
+        // Findings: every fingerprint our markers listed, with severity and place from our own
+        // line comments or body lists; disputed when a human replied to our comment.
+        let mut by_comment: BTreeMap<u64, String> = BTreeMap::new();
+        for c in comments {
+            let ours_comment = c.review_id.is_some_and(|id| ours.contains(&id))
+                && who.owns(c.user.as_ref())
+                && c.in_reply_to_id.is_none();
+            if !ours_comment {
+                continue;
+            }
+            let Some(fp) = comment_fingerprint(&c.body) else {
+                continue;
+            };
+            by_comment.insert(c.id, fp.to_owned());
+            let severity = severity_of(&c.body).unwrap_or(Severity::Advisory);
+            let place = c.line.map(|line| Place {
+                path: c.path.clone(),
+                side: c.side.unwrap_or_default(),
+                start: line,
+                end: line,
+            });
+            history.findings.insert(
+                fp.to_owned(),
+                PastFinding {
+                    fingerprint: fp.to_owned(),
+                    severity,
+                    place,
+                    disputed: false,
+                },
+            );
+        }
+        for c in comments {
+            let Some(parent) = c.in_reply_to_id else {
+                continue;
+            };
+            let human = c.user.as_ref().is_some_and(|u| !u.is_bot()) && !who.owns(c.user.as_ref());
+            if human && let Some(fp) = by_comment.get(&parent) {
+                if let Some(f) = history.findings.get_mut(fp) {
+                    f.disputed = true;
+                }
+            }
+        }
+        // Findings listed only in a body (off the diff, or over the comment cap).
+        for r in reviews.iter().filter(|r| ours.contains(&r.id)) {
+            for (fp, severity, place) in body_listed(&r.body) {
+                history.findings.entry(fp.clone()).or_insert(PastFinding {
+                    fingerprint: fp,
+                    severity,
+                    place,
+                    disputed: false,
+                });
+            }
+        }
+        // Only what the latest round still reported is open; older fingerprints were settled.
+        if let Some((_, latest)) = history.rounds.iter().max_by_key(|(_, m)| m.round) {
+            let listed: BTreeSet<&String> = latest.findings.iter().collect();
+            let disputed: BTreeSet<String> = history
+                .findings
+                .values()
+                .filter(|f| f.disputed)
+                .map(|f| f.fingerprint.clone())
+                .collect();
+            history
+                .findings
+                .retain(|fp, _| listed.contains(fp) || disputed.contains(fp));
+            for fp in &latest.findings {
+                history.findings.entry(fp.clone()).or_insert(PastFinding {
+                    fingerprint: fp.clone(),
+                    severity: Severity::Advisory,
+                    place: None,
+                    disputed: false,
+                });
+            }
+        }
+        history
+    }
+
+    /// The highest round so far (0 before the first).
+    pub fn last_round(&self) -> u32 {
+        self.rounds.iter().map(|(_, m)| m.round).max().unwrap_or(0)
+    }
+
+    /// The marker of the latest round, whose head the next round's interdiff starts from.
+    pub fn latest(&self) -> Option<&RoundMarker> {
+        self.rounds.iter().map(|(_, m)| m).max_by_key(|m| m.round)
+    }
+
+    /// The round that already reviewed `head`, if one did.
+    pub fn reviewed(&self, head: &HeadSha) -> Option<&RoundMarker> {
+        self.rounds
+            .iter()
+            .map(|(_, m)| m)
+            .filter(|m| &m.head == head)
+            .max_by_key(|m| m.round)
+    }
+}
+
+/// `**Blocking.**` / `**Advisory.**` at the start of one of our texts.
+fn severity_of(text: &str) -> Option<Severity> {
+    let t = text.trim_start();
+    if t.starts_with("**Blocking.**") {
+        Some(Severity::Blocking)
+    } else if t.starts_with("**Advisory.**") {
+        Some(Severity::Advisory)
+    } else {
+        None
+    }
+}
+
+/// Findings a body lists as `- **Blocking.** Title (`path:12-14`; high confidence) <!-- fp -->`.
+fn body_listed(body: &str) -> Vec<(String, Severity, Option<Place>)> {
+    body.lines()
+        .filter_map(|line| {
+            let item = line.strip_prefix("- ")?;
+            let severity = severity_of(item)?;
+            let fp = comment_fingerprint(item)?.to_owned();
+            Some((fp, severity, place_in(item)))
+        })
+        .collect()
+}
+
+/// The `` `path:start-end` `` or `` `path:line (old)` `` of a listed finding.
+fn place_in(item: &str) -> Option<Place> {
+    let open = item.rfind("(`")? + 2;
+    let close = open + item[open..].find('`')?;
+    let mut spec = &item[open..close];
+    let side = match spec.strip_suffix(" (old)") {
+        Some(s) => {
+            spec = s;
+            Side::Left
+        }
+        None => Side::Right,
+    };
+    let (path, lines) = spec.rsplit_once(':')?;
+    let (start, end) = match lines.split_once('-') {
+        Some((a, b)) => (a.parse().ok()?, b.parse().ok()?),
+        None => {
+            let n = lines.parse().ok()?;
+            (n, n)
+        }
+    };
+    Some(Place {
+        path: path.to_owned(),
+        side,
+        start,
+        end,
+    })
+}
+
+/// A finding an earlier round reported that still holds at this head.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Carried {
+    pub fingerprint: String,
+    pub severity: Severity,
+}
+
+/// What a new round posts and counts.
+#[derive(Debug, Clone, Default)]
+pub struct Settled {
+    /// Findings to post now: new ones, in output order.
+    pub post: Vec<Finding>,
+    /// Earlier findings that still hold (code unchanged, not disputed).
+    pub carried: Vec<Carried>,
+    /// Findings found again that were not posted: already posted, or disputed.
+    pub suppressed: Vec<(Finding, &'static str)>,
+}
+
+/// Decides a round: drops what was already posted on unchanged code or disputed, and carries
+/// over earlier findings whose lines are still in the PR's diff unchanged.
+pub fn settle(found: Vec<Finding>, history: &History, diff: &Diff) -> Settled {
+    let mut settled = Settled::default();
+    let mut seen = BTreeSet::new();
+    for f in found {
+        match history.findings.get(&f.fingerprint) {
+            Some(past) if past.disputed => settled
+                .suppressed
+                .push((f, "disputed by a human; its lines have not changed")),
+            Some(past) => {
+                seen.insert(f.fingerprint.clone());
+                settled.carried.push(Carried {
+                    fingerprint: past.fingerprint.clone(),
+                    severity: f.severity,
+                });
+                settled
+                    .suppressed
+                    .push((f, "already posted; its lines have not changed"));
+            }
+            None => settled.post.push(f),
+        }
+    }
+    for past in history.findings.values() {
+        if past.disputed || seen.contains(&past.fingerprint) {
+            continue;
+        }
+        if still_there(past, diff) {
+            settled.carried.push(Carried {
+                fingerprint: past.fingerprint.clone(),
+                severity: past.severity,
+            });
+        }
+    }
+    settled
+}
+
+/// Whether an earlier finding's lines are still in the diff, unchanged — possibly moved by edits
+/// above them: some window of the same length on the same file and side has its fingerprint.
+fn still_there(past: &PastFinding, diff: &Diff) -> bool {
+    let Some(place) = &past.place else {
+        return false;
+    };
+    let Some(file) = diff.file(&place.path) else {
+        return false;
+    };
+    let len = place.end.saturating_sub(place.start) as usize + 1;
+    let lines: Vec<(u32, &str)> = diff
+        .file_lines(file)
+        .filter_map(|l| {
+            let n = match place.side {
+                Side::Right => l.new,
+                Side::Left => l.old,
+            }?;
+            Some((n, l.text))
+        })
+        .collect();
+    lines.windows(len).any(|w| {
+        // Consecutive line numbers only: a window must not jump across hunks.
+        w.windows(2).all(|p| p[1].0 == p[0].0 + 1)
+            && fingerprint(&place.path, place.side, w.iter().map(|(_, t)| *t)) == past.fingerprint
+    })
+}
+
+/// The verdict of a round: what it posts plus what it carries over.
+pub fn verdict(post: &[Finding], carried: &[Carried]) -> Verdict {
+    let mut v = Verdict::of(post);
+    for c in carried {
+        match c.severity {
+            Severity::Blocking => v.blocking += 1,
+            Severity::Advisory => v.advisory += 1,
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::LensName;
+    use crate::review::Confidence;
+    use crate::review::finding::RawFinding;
+
+    const SHA1: &str = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
+    const SHA2: &str = "f95f852bd8fca8fcc58a9a2d6c842781e32a215e";
+
+    fn bot() -> User {
+        User {
+            login: "reviewbot[bot]".into(),
+            kind: "Bot".into(),
+        }
+    }
+
+    fn human(login: &str) -> User {
+        User {
+            login: login.into(),
+            kind: "User".into(),
+        }
+    }
+
+    fn review(id: u64, user: User, body: &str) -> Review {
+        Review {
+            id,
+            user: Some(user),
+            body: body.into(),
+            commit_id: Some(SHA1.into()),
+            state: "COMMENTED".into(),
+        }
+    }
+
+    fn comment(
+        id: u64,
+        review: u64,
+        user: User,
+        body: &str,
+        reply_to: Option<u64>,
+    ) -> ReviewComment {
+        ReviewComment {
+            id,
+            review_id: Some(review),
+            in_reply_to_id: reply_to,
+            user: Some(user),
+            body: body.into(),
+            path: "src/a.rs".into(),
+            line: Some(2),
+            side: Some(Side::Right),
+            commit_id: Some(SHA1.into()),
+        }
+    }
+
+    fn marker(round: u32, head: &str, findings: &[&str]) -> String {
+        RoundMarker {
+            round,
+            head: HeadSha::parse(head).unwrap(),
+            verdict: Verdict {
+                blocking: 1,
+                advisory: 0,
+            },
+            findings: findings.iter().map(|s| (*s).to_owned()).collect(),
+            lens: None,
+        }
+        .render()
+    }
+
+    const DIFF: &str = "diff --git a/src/a.rs b/src/a.rs\n--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1,2 +1,3 @@\n fn a() {}\n+let x = y.unwrap();\n fn c() {}\n";
+
+    fn found(diff: &Diff, line: u32, title: &str) -> Finding {
+        let raw = RawFinding {
+            path: "src/a.rs".into(),
+            line,
+            start_line: None,
+            side: Side::Right,
+            severity: Severity::Blocking,
+            confidence: Confidence::High,
+            title: title.into(),
+            body: "b".into(),
+        };
+        Finding::locate(raw, &LensName::new("claude"), diff)
+    }
+
+    #[test]
+    fn markers_round_trip_and_reject_junk() {
+        let m = RoundMarker {
+            round: 3,
+            head: HeadSha::parse(SHA1).unwrap(),
+            verdict: Verdict {
+                blocking: 1,
+                advisory: 3,
+            },
+            findings: vec!["0123456789abcdef".into(), "fedcba9876543210".into()],
+            lens: Some("claude".into()),
+        };
+        let body = format!("Round 3 — reviewed head ec26c3e5\n\n{}\n", m.render());
+        assert_eq!(RoundMarker::find(&body), Some(m));
+        assert_eq!(RoundMarker::find("<!-- reviewbot round=x head=1 -->"), None);
+        assert_eq!(
+            RoundMarker::find("<!-- reviewbot round=2 head=abc verdict=1,0 findings= -->"),
+            None
+        );
+        assert_eq!(
+            comment_fingerprint("**Blocking.** x\n<!-- reviewbot finding=0123456789abcdef -->"),
+            Some("0123456789abcdef")
+        );
+        assert_eq!(
+            comment_fingerprint("<!-- reviewbot finding=nothex!! -->"),
+            None
+        );
+    }
+
+    #[test]
+    fn only_our_identity_counts() {
+        let reviews = vec![
+            review(1, human("mallory"), &marker(7, SHA2, &[])),
+            review(2, bot(), &marker(1, SHA1, &[])),
+        ];
+        let h = History::read(&reviews, &[], &Identity::AnyBot, None);
+        assert_eq!(h.last_round(), 1);
+        let h = History::read(&reviews, &[], &Identity::Login("someone-else".into()), None);
+        assert_eq!(h.last_round(), 0);
+        let h = History::read(
+            &reviews,
+            &[],
+            &Identity::Login("REVIEWBOT[bot]".into()),
+            None,
+        );
+        assert_eq!(h.last_round(), 1);
+        assert!(h.reviewed(&HeadSha::parse(SHA1).unwrap()).is_some());
+        assert!(h.reviewed(&HeadSha::parse(SHA2).unwrap()).is_none());
+    }
+
+    #[test]
+    fn per_lens_rounds_are_separate() {
+        let mut m = RoundMarker::find(&marker(2, SHA1, &[])).unwrap();
+        m.lens = Some("claude".into());
+        let reviews = vec![
+            review(1, bot(), &m.render()),
+            review(2, bot(), &marker(4, SHA1, &[])),
+        ];
+        assert_eq!(
+            History::read(&reviews, &[], &Identity::AnyBot, Some("claude")).last_round(),
+            2
+        );
+        assert_eq!(
+            History::read(&reviews, &[], &Identity::AnyBot, Some("terra")).last_round(),
+            0
+        );
+        assert_eq!(
+            History::read(&reviews, &[], &Identity::AnyBot, None).last_round(),
+            4
+        );
+    }
+
+    #[test]
+    fn an_unchanged_finding_is_not_posted_again_but_still_counts() {
+        let diff = Diff::parse(DIFF).unwrap();
+        let f = found(&diff, 2, "unwrap may panic");
+        let fp = f.fingerprint.clone();
+        let body = format!(
+            "**Blocking.** unwrap may panic. b\n\n(high confidence · claude)\n<!-- reviewbot finding={fp} -->"
+        );
+        let reviews = vec![review(10, bot(), &marker(1, SHA1, &[&fp]))];
+        let comments = vec![comment(100, 10, bot(), &body, None)];
+        let h = History::read(&reviews, &comments, &Identity::AnyBot, None);
+
+        // Found again, reworded: same lines, same fingerprint — not posted, carried over.
+        let again = found(&diff, 2, "Calling unwrap here can crash");
+        let s = settle(vec![again], &h, &diff);
+        assert!(s.post.is_empty());
+        assert_eq!(
+            s.carried,
+            vec![Carried {
+                fingerprint: fp.clone(),
+                severity: Severity::Blocking
+            }]
+        );
+        assert_eq!(
+            verdict(&s.post, &s.carried),
+            Verdict {
+                blocking: 1,
+                advisory: 0
+            }
+        );
+
+        // Not found again (an interdiff round did not look there): still there, carried over.
+        let s = settle(vec![], &h, &diff);
+        assert_eq!(s.carried.len(), 1);
+
+        // The line changed: the old finding no longer holds; a new one on it is posted.
+        let changed = Diff::parse(DIFF.replace("y.unwrap()", "y.expect(\"y\")")).unwrap();
+        let s = settle(vec![found(&changed, 2, "expect may panic")], &h, &changed);
+        assert_eq!(s.post.len(), 1);
+        assert!(s.carried.is_empty());
+    }
+
+    #[test]
+    fn a_moved_finding_still_holds() {
+        let diff = Diff::parse(DIFF).unwrap();
+        let fp = found(&diff, 2, "t").fingerprint;
+        let body = format!("**Advisory.** t. b\n<!-- reviewbot finding={fp} -->");
+        let h = History::read(
+            &[review(10, bot(), &marker(1, SHA1, &[&fp]))],
+            &[comment(100, 10, bot(), &body, None)],
+            &Identity::AnyBot,
+            None,
+        );
+        let moved = Diff::parse("diff --git a/src/a.rs b/src/a.rs\n--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1,2 +1,5 @@\n fn a() {}\n+// one\n+// two\n+let x = y.unwrap();\n fn c() {}\n").unwrap();
+        let s = settle(vec![], &h, &moved);
+        assert_eq!(
+            s.carried,
+            vec![Carried {
+                fingerprint: fp,
+                severity: Severity::Advisory
+            }]
+        );
+    }
+
+    #[test]
+    fn a_disputed_finding_is_not_raised_again_nor_counted() {
+        let diff = Diff::parse(DIFF).unwrap();
+        let f = found(&diff, 2, "unwrap may panic");
+        let fp = f.fingerprint.clone();
+        let body = format!("**Blocking.** unwrap may panic. b\n<!-- reviewbot finding={fp} -->");
+        let reviews = vec![review(10, bot(), &marker(1, SHA1, &[&fp]))];
+        let comments = vec![
+            comment(100, 10, bot(), &body, None),
+            comment(
+                101,
+                11,
+                human("alice"),
+                "This cannot be None here.",
+                Some(100),
+            ),
+        ];
+        let h = History::read(&reviews, &comments, &Identity::AnyBot, None);
+        assert!(h.findings[&fp].disputed);
+        let s = settle(vec![f], &h, &diff);
+        assert!(s.post.is_empty() && s.carried.is_empty());
+        assert_eq!(s.suppressed.len(), 1);
+        // A bot replying is no dispute.
+        let comments = vec![
+            comment(100, 10, bot(), &body, None),
+            comment(
+                101,
+                11,
+                User {
+                    login: "dependabot[bot]".into(),
+                    kind: "Bot".into(),
+                },
+                "ok",
+                Some(100),
+            ),
+        ];
+        assert!(
+            !History::read(&reviews, &comments, &Identity::AnyBot, None).findings[&fp].disputed
+        );
+    }
+
+    #[test]
+    fn a_forged_marker_in_a_human_comment_counts_for_nothing() {
+        let diff = Diff::parse(DIFF).unwrap();
+        let f = found(&diff, 2, "unwrap may panic");
+        let forged = format!(
+            "**Blocking.** x\n<!-- reviewbot finding={} -->",
+            f.fingerprint
+        );
+        let reviews = vec![review(
+            10,
+            human("mallory"),
+            &marker(1, SHA1, &[&f.fingerprint]),
+        )];
+        let comments = vec![comment(100, 10, human("mallory"), &forged, None)];
+        let h = History::read(&reviews, &comments, &Identity::AnyBot, None);
+        assert!(h.findings.is_empty());
+        assert_eq!(settle(vec![f], &h, &diff).post.len(), 1);
+    }
+
+    #[test]
+    fn body_listed_findings_are_read_back() {
+        let listed = "- **Blocking.** Runs parked (`src/tick.py:18-19 (old)`; medium confidence) <!-- reviewbot finding=0123456789abcdef -->";
+        let got = body_listed(listed);
+        assert_eq!(
+            got,
+            vec![(
+                "0123456789abcdef".into(),
+                Severity::Blocking,
+                Some(Place {
+                    path: "src/tick.py".into(),
+                    side: Side::Left,
+                    start: 18,
+                    end: 19
+                })
+            )]
+        );
+    }
+}
