@@ -169,6 +169,7 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
             &BodyOptions {
                 opt_out_label: &config.review.opt_out_label,
                 max_comments: config.review.max_comments,
+                per_lens: false,
             },
         ),
         Format::Sarif => render::sarif::render(&report),

@@ -6,6 +6,7 @@ use crate::diff::Side;
 use crate::ids::{HeadSha, LensName};
 use crate::lens::Provenance;
 use crate::render::clean;
+use crate::review::rounds::Carried;
 use crate::review::{Confidence, NotReviewed, Report, Severity, Verdict};
 
 #[derive(Serialize)]
@@ -18,6 +19,8 @@ struct Document<'a> {
     findings: Vec<FindingOut<'a>>,
     lenses: Vec<Provenance>,
     not_reviewed: &'a [NotReviewed],
+    carried_over: &'a [Carried],
+    scope: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -69,6 +72,8 @@ pub fn render(report: &Report) -> String {
             })
             .collect(),
         not_reviewed: &report.not_reviewed,
+        carried_over: &report.carried_over,
+        scope: report.scope.as_deref(),
     };
     // Serialising plain data with string keys cannot fail.
     let mut out = serde_json::to_string_pretty(&doc).unwrap_or_default();

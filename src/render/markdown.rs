@@ -8,6 +8,10 @@ use crate::render::{
 };
 use crate::review::Report;
 use crate::review::finding::Finding;
+use crate::review::rounds::RoundMarker;
+
+/// GitHub's limit on a review body.
+pub const MAX_BODY_CHARS: usize = 65_536;
 
 /// Labels and caps the body mentions.
 #[derive(Debug, Clone)]
@@ -15,6 +19,8 @@ pub struct BodyOptions<'a> {
     pub opt_out_label: &'a str,
     /// How many findings go into line comments; the rest are listed in the body.
     pub max_comments: usize,
+    /// Per-lens mode: the header names the one reviewer, the marker carries `lens=`.
+    pub per_lens: bool,
 }
 
 /// The findings that become line comments (on the diff, up to the cap), in output order.
@@ -27,7 +33,9 @@ pub fn attached(report: &Report, max_comments: usize) -> Vec<&Finding> {
         .collect()
 }
 
-/// The review body.
+/// The review body: header, verdict, what was attached or carried over, the findings that are
+/// not line comments, what was not reviewed, and the round marker. Never over GitHub's limit:
+/// findings that do not fit are counted ("and 212 more").
 pub fn body(report: &Report, opts: &BodyOptions<'_>) -> String {
     let mut out = String::new();
     match (report.round, &report.head) {
@@ -36,23 +44,57 @@ pub fn body(report: &Report, opts: &BodyOptions<'_>) -> String {
         }
         _ => out.push_str("Review of a local diff"),
     }
-    let _ = writeln!(out, " — reviewers: {}\n", reviewers(&report.lenses));
+    // DESIGN.md: "reviewers: a (m), b (m)" for a panel, "reviewer a (m)" for one lens's review.
+    let who = if opts.per_lens { "reviewer" } else { "reviewers:" };
+    let _ = writeln!(out, " — {who} {}\n", reviewers(&report.lenses));
     let _ = writeln!(
         out,
         "Advisory findings from reviewbot — the code owner decides. Reply to disagree; the\n`{}` label opts this PR out.\n",
         opts.opt_out_label
     );
     let _ = writeln!(out, "{}\n", verdict_line(report.verdict()));
+    if let Some(scope) = &report.scope {
+        let _ = writeln!(out, "{scope}\n");
+    }
 
     let attached = attached(report, opts.max_comments);
     match attached.len() {
-        0 if report.findings.is_empty() => out.push_str("No findings.\n\n"),
+        0 if report.findings.is_empty() && report.carried_over.is_empty() => {
+            out.push_str("No findings.\n\n")
+        }
+        0 if report.findings.is_empty() => out.push_str("No new findings.\n\n"),
         0 => {}
         1 => out.push_str("1 finding is attached to the lines below.\n\n"),
         n => {
             let _ = writeln!(out, "{n} findings are attached to the lines below.\n");
         }
     }
+    match report.carried_over.len() {
+        0 => {}
+        1 => out.push_str("1 finding from an earlier round still holds and is not repeated.\n\n"),
+        n => {
+            let _ = writeln!(out, "{n} findings from earlier rounds still hold and are not repeated.\n");
+        }
+    }
+
+    let marker = marker(report, opts);
+    let mut tail = String::new();
+    if !report.not_reviewed.is_empty() {
+        tail.push_str("Not reviewed:\n");
+        for n in &report.not_reviewed {
+            let _ = writeln!(tail, "- `{}` ({})", clean(&n.path), not_reviewed_reason(n.reason));
+        }
+        tail.push('\n');
+    }
+    let failed = failed_lenses(report);
+    if !failed.is_empty() {
+        tail.push_str("Lenses that did not answer:\n");
+        for line in failed {
+            let _ = writeln!(tail, "- {line}");
+        }
+        tail.push('\n');
+    }
+    let tail = fit(tail, MAX_BODY_CHARS / 4);
 
     let rest: Vec<&Finding> = report
         .findings
@@ -61,54 +103,75 @@ pub fn body(report: &Report, opts: &BodyOptions<'_>) -> String {
         .collect();
     let (off_diff, over_cap): (Vec<&Finding>, Vec<&Finding>) =
         rest.into_iter().partition(|f| !f.in_diff);
-    list(&mut out, "Not on a changed line:", &off_diff);
-    list(
-        &mut out,
-        "More findings than line comments allow:",
-        &over_cap,
-    );
-
-    if !report.not_reviewed.is_empty() {
-        out.push_str("Not reviewed:\n");
-        for n in &report.not_reviewed {
-            let _ = writeln!(
-                out,
-                "- `{}` ({})",
-                clean(&n.path),
-                not_reviewed_reason(n.reason)
-            );
-        }
-        out.push('\n');
-    }
-    let failed = failed_lenses(report);
-    if !failed.is_empty() {
-        out.push_str("Lenses that did not answer:\n");
-        for line in failed {
-            let _ = writeln!(out, "- {line}");
-        }
-        out.push('\n');
-    }
+    // Room left for the listed findings once everything else is in.
+    let reserve = out.chars().count() + tail.chars().count() + marker.as_ref().map_or(0, |m| m.chars().count()) + 200;
+    let mut room = MAX_BODY_CHARS.saturating_sub(reserve);
+    list(&mut out, "Not on a changed line:", &off_diff, &mut room);
+    list(&mut out, "More findings than line comments allow:", &over_cap, &mut room);
+    out.push_str(&tail);
     while out.ends_with('\n') {
         out.pop();
     }
     out.push('\n');
+    if let Some(marker) = marker {
+        out.push('\n');
+        out.push_str(&marker);
+        out.push('\n');
+    }
     out
 }
 
-fn list(out: &mut String, heading: &str, findings: &[&Finding]) {
+/// The round marker (PR rounds only): every finding the round reports, posted or carried over.
+fn marker(report: &Report, opts: &BodyOptions<'_>) -> Option<String> {
+    let (round, head) = (report.round?, report.head.clone()?);
+    let mut findings: Vec<String> = report.findings.iter().map(|f| f.fingerprint.clone()).collect();
+    findings.extend(report.carried_over.iter().map(|c| c.fingerprint.clone()));
+    // A marker that would not fit keeps what fits; the rest may be posted again next round.
+    let budget = (MAX_BODY_CHARS / 2) / 17;
+    findings.truncate(budget);
+    let lens = opts.per_lens.then(|| report.lenses.first().map(|l| l.lens.to_string())).flatten();
+    Some(RoundMarker { round, head, verdict: report.verdict(), findings, lens }.render())
+}
+
+/// `text` cut to at most `max` characters at a line boundary.
+fn fit(text: String, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text;
+    }
+    let mut out = String::new();
+    for line in text.lines() {
+        if out.chars().count() + line.chars().count() + 40 > max {
+            out.push_str("- … (cut to fit GitHub's limit)\n\n");
+            break;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+fn list(out: &mut String, heading: &str, findings: &[&Finding], room: &mut usize) {
     if findings.is_empty() {
         return;
     }
     let _ = writeln!(out, "{heading}");
-    for f in findings {
-        let _ = writeln!(
-            out,
-            "- **{}.** {} (`{}`; {} confidence)",
+    for (i, f) in findings.iter().enumerate() {
+        let item = format!(
+            "- **{}.** {} (`{}`; {} confidence) <!-- reviewbot finding={} -->\n",
             severity_word(f.severity),
-            clean(f.title.trim_end_matches('.')),
+            clean(f.title.trim().trim_end_matches('.')),
             clean(&place(&f.path, f.start_line, f.line, f.side)),
-            f.confidence.as_str()
+            f.confidence.as_str(),
+            f.fingerprint
         );
+        let len = item.chars().count();
+        if len + 40 > *room {
+            let _ = writeln!(out, "- and {} more (see the JSON output and the evidence)", findings.len() - i);
+            *room = 0;
+            break;
+        }
+        *room -= len;
+        out.push_str(&item);
     }
     out.push('\n');
 }

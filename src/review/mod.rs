@@ -103,11 +103,39 @@ pub struct Report {
     pub findings: Vec<finding::Finding>,
     pub lenses: Vec<crate::lens::Provenance>,
     pub not_reviewed: Vec<NotReviewed>,
+    /// Findings of earlier rounds that still hold at this head (not posted again).
+    pub carried_over: Vec<rounds::Carried>,
+    /// What this round looked at, when it is not the whole change (e.g. an interdiff).
+    pub scope: Option<String>,
+    /// The verdict of the earlier round on this head, when the round was skipped as already
+    /// reviewed (so a re-run keeps the exit status).
+    pub previous_verdict: Option<Verdict>,
 }
 
 impl Report {
+    /// An empty report: nothing reviewed yet.
+    pub fn empty() -> Report {
+        Report {
+            head: None,
+            round: None,
+            posted: false,
+            skipped: None,
+            findings: Vec::new(),
+            lenses: Vec::new(),
+            not_reviewed: Vec::new(),
+            carried_over: Vec::new(),
+            scope: None,
+            previous_verdict: None,
+        }
+    }
+
+    /// Every finding that holds: posted now and carried over (or, for a round skipped as
+    /// already reviewed, that round's verdict).
     pub fn verdict(&self) -> Verdict {
-        Verdict::of(&self.findings)
+        if let Some(v) = self.previous_verdict {
+            return v;
+        }
+        rounds::verdict(&self.findings, &self.carried_over)
     }
 
     /// True when lenses ran and every one of them failed.

@@ -79,15 +79,7 @@ pub async fn review(
         record_merge(ev, &findings, &explained, config);
     }
     let merged = explained.into_iter().map(|(f, _)| f).collect();
-    Report {
-        head: None,
-        round: None,
-        posted: false,
-        skipped: None,
-        findings: merged,
-        lenses: provenance,
-        not_reviewed,
-    }
+    Report { findings: merged, lenses: provenance, not_reviewed, ..Report::empty() }
 }
 
 /// Evidence of the merge: for each output finding, the lens findings it combined and why its
