@@ -13,7 +13,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::config::{self, Config};
 use crate::diff::Diff;
 use crate::evidence::Evidence;
+use crate::github::{self, client::ClientLimits, model::RepoName};
+use crate::ids::PrNumber;
 use crate::lens::LensSpec;
+use crate::pr::{self, PrError, PrRequest};
 use crate::render::markdown::BodyOptions;
 use crate::render::{self, Format};
 use crate::review::panel::{Panel, PanelObserver};
@@ -38,9 +41,26 @@ enum Command {
 
 #[derive(Debug, Args)]
 struct ReviewArgs {
-    /// A unified diff to review (`git diff` output), or `-` for standard input.
-    #[arg(long, value_name = "FILE|-")]
-    diff: PathBuf,
+    /// A unified diff to review (`git diff` output), or `-` for standard input. No network.
+    #[arg(long, value_name = "FILE|-", conflicts_with_all = ["pr", "repo", "post", "again"])]
+    diff: Option<PathBuf>,
+
+    /// A pull request on GitHub (in a workflow, read from GITHUB_EVENT_PATH when omitted).
+    #[arg(long, value_name = "N")]
+    pr: Option<u64>,
+
+    /// The repository (default: $GITHUB_REPOSITORY, else the `origin` remote).
+    #[arg(long, value_name = "OWNER/NAME")]
+    repo: Option<String>,
+
+    /// Post the round as a review on the PR (needs GITHUB_TOKEN with pull-requests: write).
+    #[arg(long)]
+    post: bool,
+
+    /// Review the head even if a round already reviewed it (what the trigger label and
+    /// `/reviewbot review` ask for).
+    #[arg(long)]
+    again: bool,
 
     #[command(flatten)]
     common: CommonArgs,
@@ -88,12 +108,16 @@ enum CliError {
     /// Usage, configuration or input error: exit 2.
     #[error("{0}")]
     Usage(String),
+    /// Runtime failure: GitHub refused or stayed unreachable: exit 3.
+    #[error("{0}")]
+    Runtime(String),
 }
 
 impl CliError {
     fn exit_code(&self) -> ExitCode {
         match self {
             CliError::Usage(_) => ExitCode::from(2),
+            CliError::Runtime(_) => ExitCode::from(3),
         }
     }
 }
@@ -125,13 +149,10 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
 
 fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
     let config = load_config(args.common.config.as_deref())?;
-    let diff = read_diff(&args.diff)?;
-    let lenses = select_lenses(&config, &args.common.lenses)?;
-
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| CliError::Usage(format!("cannot start the runtime: {e}")))?;
+        .map_err(|e| CliError::Runtime(format!("cannot start the runtime: {e}")))?;
     let mut panel = Panel::from_env(
         config.limits.subscription_concurrency,
         !args.common.no_api_fallback,
@@ -147,35 +168,139 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
         eprintln!("notice: evidence goes to {}", evidence.path().display());
         panel.evidence = Some(Arc::new(evidence));
     }
-    let observer = progress_observer();
-    let display_diff = diff.clone();
-    let report = runtime.block_on(pipeline::review(
-        diff,
-        None,
-        &lenses,
-        &config.review,
-        &panel,
-        observer.as_ref(),
-    ));
-    drop(observer);
 
-    let color = std::io::stdout().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let (reports, diff, review) = match &args.diff {
+        Some(path) => {
+            let diff = read_diff(path)?;
+            let lenses = select_lenses(&config, &args.common.lenses)?;
+            let observer = progress_observer();
+            let report = runtime.block_on(pipeline::review(
+                diff.clone(),
+                None,
+                &lenses,
+                &config.review,
+                &panel,
+                observer.as_ref(),
+            ));
+            (vec![report], diff, config.review.clone())
+        }
+        None => {
+            let request = pr_request(&args)?;
+            let limits = ClientLimits::from_config(&config.github);
+            let has_token = std::env::var("GITHUB_TOKEN").is_ok_and(|t| !t.trim().is_empty());
+            let outcome = runtime.block_on(async {
+                let client = github::client::from_env(limits)
+                    .map_err(|e| CliError::Runtime(e.to_string()))?;
+                let observer = progress_observer();
+                let result = pr::review_pr(
+                    &client,
+                    has_token,
+                    &config,
+                    &request,
+                    &panel,
+                    observer.as_ref(),
+                )
+                .await;
+                tracing::info!(requests = client.request_count(), "GitHub requests made");
+                result.map_err(|e| match e {
+                    PrError::Github(e) => CliError::Runtime(e.to_string()),
+                    PrError::Config(e) => CliError::Usage(e),
+                })
+            })?;
+            for notice in &outcome.notices {
+                eprintln!("{notice}");
+            }
+            (outcome.reports, outcome.diff, outcome.review)
+        }
+    };
+
+    let color = use_color(
+        std::io::stdout().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
+    let per_lens = reports.len() > 1;
+    let opts = BodyOptions {
+        opt_out_label: &review.opt_out_label,
+        max_comments: review.max_comments,
+        per_lens,
+    };
     let out = match args.common.format {
-        Format::Text => render::text::render(&report, &display_diff, color),
-        Format::Json => render::json::render(&report),
-        Format::Markdown => render::markdown::render(
-            &report,
-            &BodyOptions {
-                opt_out_label: &config.review.opt_out_label,
-                max_comments: config.review.max_comments,
-                per_lens: false,
-            },
-        ),
-        Format::Sarif => render::sarif::render(&report),
+        Format::Text => reports
+            .iter()
+            .map(|r| render::text::render(r, &diff, color))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Format::Markdown => reports
+            .iter()
+            .map(|r| render::markdown::render(r, &opts))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        // One document, whatever the mode: per-lens reviews are combined.
+        Format::Json => render::json::render(&Report::combine(reports.clone())),
+        Format::Sarif => render::sarif::render(&Report::combine(reports.clone())),
     };
     write_stdout(&out);
-    Ok(exit_code(&report, args.common.fail_on))
+    Ok(exit_code(&Report::combine(reports), args.common.fail_on))
+}
+
+/// What `--pr` asks: the repository and number from the flags, the workflow's environment, or
+/// the `origin` remote.
+fn pr_request(args: &ReviewArgs) -> Result<PrRequest, CliError> {
+    let number = match args.pr {
+        Some(n) => PrNumber(n),
+        None => event_pr().ok_or_else(|| {
+            CliError::Usage(
+                "give --diff FILE or --pr N (in a workflow, the PR comes from GITHUB_EVENT_PATH)"
+                    .to_owned(),
+            )
+        })?,
+    };
+    let repo = match &args.repo {
+        Some(r) => Some(r.clone()),
+        None => std::env::var("GITHUB_REPOSITORY")
+            .ok()
+            .filter(|r| !r.is_empty()),
+    };
+    let repo = match repo {
+        Some(r) => RepoName::parse(&r)
+            .ok_or_else(|| CliError::Usage(format!("--repo `{r}` is not OWNER/NAME")))?,
+        None => origin_repo().ok_or_else(|| {
+            CliError::Usage(
+                "no repository: pass --repo OWNER/NAME (or set GITHUB_REPOSITORY)".to_owned(),
+            )
+        })?,
+    };
+    Ok(PrRequest {
+        repo,
+        number,
+        post: args.post,
+        force: args.again,
+        lenses: args.common.lenses.clone(),
+    })
+}
+
+/// The PR of the workflow event at `GITHUB_EVENT_PATH`, if any.
+fn event_pr() -> Option<PrNumber> {
+    let path = std::env::var_os("GITHUB_EVENT_PATH")?;
+    pr::pr_from_event(&std::fs::read_to_string(path).ok()?)
+}
+
+/// `owner/name` of the `origin` remote of the repository we are in.
+fn origin_repo() -> Option<RepoName> {
+    let out = std::process::Command::new("git")
+        .args(["remote", "get-url", "origin"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| pr::repo_from_remote(&String::from_utf8_lossy(&out.stdout)))
+        .flatten()
+}
+
+/// Colour when stdout is a terminal and `NO_COLOR` is unset or empty (no-color.org).
+fn use_color(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 /// 3 when every lens failed, 1 when the `--fail-on` threshold holds, else 0.
@@ -303,5 +428,14 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        use std::ffi::OsStr;
+        assert!(use_color(true, None));
+        assert!(use_color(true, Some(OsStr::new(""))));
+        assert!(!use_color(true, Some(OsStr::new("1"))));
+        assert!(!use_color(false, None));
     }
 }

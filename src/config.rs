@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::lens::{BackendKind, LensSpec};
 use crate::review::Confidence;
@@ -46,7 +46,7 @@ pub struct LensConfig {
 }
 
 /// How a round is posted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PostMode {
     #[default]
@@ -55,7 +55,7 @@ pub enum PostMode {
 }
 
 /// The `[review]` table (also what a repository's `.github/reviewbot.toml` may set).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReviewConfig {
     pub opt_out_label: String,
@@ -91,7 +91,7 @@ impl Default for ReviewConfig {
 }
 
 /// A `[[review.path]]` rule: extra instructions for files matching a glob.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PathRule {
     pub glob: String,
@@ -298,6 +298,75 @@ impl LensConfig {
     }
 }
 
+/// A repository's `.github/reviewbot.toml`: the `[review]` table alone. It can never define a
+/// lens, a binary or a URL — those are the operator's.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RepoConfig {
+    #[serde(default)]
+    review: Option<toml::Table>,
+}
+
+impl Config {
+    /// The `[review]` settings for one repository: the operator's, with what the repository's
+    /// own file (read from the PR's base branch) sets on top. `path` names the file in errors.
+    pub fn review_for_repo(&self, text: &str, path: &Path) -> Result<ReviewConfig, ConfigError> {
+        let invalid = |line, message| ConfigError::Invalid {
+            path: path.to_owned(),
+            line,
+            message,
+        };
+        let parse_error = |e: toml::de::Error| {
+            let line = e.span().map(|s| line_of(text, s.start));
+            invalid(line, e.message().trim().to_owned())
+        };
+        let repo: RepoConfig = toml::from_str(text).map_err(parse_error)?;
+        let Some(table) = repo.review else {
+            return Ok(self.review.clone());
+        };
+        // Checked alone first, so an error names the repository file's own line.
+        let alone: ReviewConfig = toml::from_str(text)
+            .map(|r: RepoReviewOnly| r.review)
+            .map_err(parse_error)?;
+        if let Some(names) = &alone.lenses {
+            for name in names {
+                if self.lens(name).is_none() {
+                    return Err(invalid(
+                        find_key_line(text, "lenses"),
+                        format!("lenses: the operator has no lens named `{name}`"),
+                    ));
+                }
+            }
+        }
+        let mut merged = toml::Table::try_from(&self.review).map_err(|e| {
+            invalid(
+                None,
+                format!("cannot combine with the operator's config: {e}"),
+            )
+        })?;
+        merged.extend(table);
+        let review: ReviewConfig = merged
+            .try_into()
+            .map_err(|e: toml::de::Error| invalid(None, e.message().trim().to_owned()))?;
+        for rule in review
+            .ignore_paths
+            .iter()
+            .chain(review.path.iter().map(|p| &p.glob))
+        {
+            globset::Glob::new(rule)
+                .map_err(|e| invalid(find_key_line(text, "ignore_paths"), e.to_string()))?;
+        }
+        Ok(review)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RepoReviewOnly {
+    #[serde(default)]
+    review: ReviewConfig,
+}
+
 /// Lenses that work with no config: `builtin`, `claude` and `codex` (their CLIs' default models).
 pub fn preset(name: &str) -> Option<LensSpec> {
     let backend = match name {
@@ -436,6 +505,52 @@ subscription_concurrency = 2
         assert!(e.contains("defined twice"), "{e}");
         let e = parse("[review]\nlenses = [\"ghost\"]\n").unwrap_err();
         assert!(e.contains("line 2") && e.contains("`ghost`"), "{e}");
+    }
+
+    #[test]
+    fn a_repository_may_set_review_keys_but_never_a_lens() {
+        let op = parse(
+            "[[lens]]\nname = \"terra\"\nbackend = \"codex-cli\"\n[review]\nmax_comments = 10\n",
+        )
+        .unwrap();
+        let repo = Path::new(".github/reviewbot.toml");
+        let r = op
+            .review_for_repo(
+                "[review]\nopt_out_label = \"skip-bot\"\nlenses = [\"terra\"]\n",
+                repo,
+            )
+            .unwrap();
+        assert_eq!(r.opt_out_label, "skip-bot");
+        assert_eq!(
+            r.max_comments, 10,
+            "the operator's value stays where the repo is silent"
+        );
+        assert_eq!(r.lenses, Some(vec!["terra".to_owned()]));
+        let e = op
+            .review_for_repo(
+                "[[lens]]\nname = \"x\"\nbackend = \"command\"\nbin = \"/bin/sh\"\n",
+                repo,
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(".github/reviewbot.toml line 1") && e.contains("unknown field `lens`"),
+            "{e}"
+        );
+        let e = op
+            .review_for_repo("[review]\nlenses = [\"mine\"]\n", repo)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 2") && e.contains("no lens named `mine`"),
+            "{e}"
+        );
+        let e = op
+            .review_for_repo("[review]\nmax_coments = 1\n", repo)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2") && e.contains("max_coments"), "{e}");
+        assert_eq!(op.review_for_repo("", repo).unwrap().max_comments, 10);
     }
 
     #[test]

@@ -37,6 +37,12 @@ pub enum Record<'a> {
         model: &'a str,
         reason: &'a str,
     },
+    /// A finding found again but not posted: already posted on unchanged code, or disputed.
+    Suppressed {
+        fingerprint: &'a str,
+        title: &'a str,
+        reason: &'a str,
+    },
     /// What the merge did with one output finding: which lens findings it combined, and any
     /// change of severity with the reason.
     Merge {

@@ -12,6 +12,7 @@ pub mod github;
 pub mod ids;
 pub mod lens;
 pub mod plan;
+pub mod pr;
 pub mod redact;
 pub mod render;
 pub mod review;

@@ -203,6 +203,45 @@ impl Diff {
         *self = self.subset(|_, f| keep(f));
     }
 
+    /// Keeps only the hunks `keep` selects; a file left with none of its hunks is dropped. The
+    /// text is rebuilt from the file headers and the kept hunks, so it stays a valid diff.
+    pub fn retain_hunks(&mut self, mut keep: impl FnMut(&FileDiff, &Hunk) -> bool) {
+        let mut text = String::with_capacity(self.text.len());
+        let mut files = Vec::with_capacity(self.files.len());
+        for f in &self.files {
+            let kept: Vec<&Hunk> = f.hunks.iter().filter(|h| keep(f, h)).collect();
+            if kept.is_empty() && !f.hunks.is_empty() {
+                continue;
+            }
+            let start = text.len();
+            // The file's headers: everything before its first hunk.
+            let header_end = f.hunks.first().map_or(f.text.end, |h| h.header.start);
+            text.push_str(self.text.get(f.text.start..header_end).unwrap_or_default());
+            let mut g = f.clone();
+            g.hunks.clear();
+            for h in kept {
+                let mut h2 = h.clone();
+                let header = self.text.get(h.header.clone()).unwrap_or_default();
+                let hs = text.len();
+                text.push_str(header);
+                // Header ranges exclude the line break; the body starts on the next line.
+                let gap = self
+                    .text
+                    .get(h.header.end..h.body.start)
+                    .unwrap_or_default();
+                text.push_str(gap);
+                h2.header = hs..hs + header.len();
+                let bs = text.len();
+                text.push_str(self.text.get(h.body.clone()).unwrap_or_default());
+                h2.body = bs..text.len();
+                g.hunks.push(h2);
+            }
+            g.text = start..text.len();
+            files.push(g);
+        }
+        *self = Diff { text, files };
+    }
+
     /// The whole text the diff was parsed from.
     pub fn text(&self) -> &str {
         &self.text

@@ -1288,3 +1288,19 @@ proptest! {
         check_generated(&d, &files, &expected)?;
     }
 }
+
+#[test]
+fn retain_hunks_rebuilds_a_valid_diff() {
+    let text = "diff --git a/a.rs b/a.rs\n--- a/a.rs\n+++ b/a.rs\n@@ -1,2 +1,3 @@ fn one\n a\n+b\n c\n@@ -10,2 +11,3 @@ fn two\n x\n+y\n z\ndiff --git a/b.rs b/b.rs\n--- a/b.rs\n+++ b/b.rs\n@@ -1 +1 @@\n-p\n+q\n";
+    let mut diff = Diff::parse(text).unwrap();
+    diff.retain_hunks(|f, h| f.path() == "a.rs" && h.new_start == 11);
+    assert_eq!(diff.files().len(), 1);
+    let f = &diff.files()[0];
+    assert_eq!(f.hunks.len(), 1);
+    assert!(f.is_commentable(Side::Right, 12) && !f.is_commentable(Side::Right, 2));
+    let texts: Vec<&str> = diff.file_lines(f).map(|l| l.text).collect();
+    assert_eq!(texts, ["x", "y", "z"]);
+    let again = Diff::parse(diff.text().to_owned()).unwrap();
+    assert_eq!(again.files()[0].hunks.len(), 1);
+    assert_eq!(diff.hunk_section(&f.hunks[0]), "fn two");
+}

@@ -1,6 +1,6 @@
 //! The GitHub REST client, on octocrab with octocrab's own retries off.
 //!
-//! Every request goes through one function, [`GithubClient::request`], which owns the whole
+//! Every request goes through one function, `GithubClient::request`, which owns the whole
 //! retry policy (`shared/reference/github.md` §6.3):
 //! - a `GET` is retried on transport errors and 5xx, with exponential backoff
 //!   (`backoff_base`, ×2 each time), `retries` attempts in all;
@@ -18,7 +18,8 @@
 //!   fails with [`GithubError::WriteUncertain`], because GitHub may have applied it. The caller
 //!   lists the PR's reviews and looks for its round marker before posting again;
 //! - writes are serialised and spaced at least `write_spacing` apart (end of one to start of
-//!   the next); at most [`MAX_IN_FLIGHT`] requests are in flight at once.
+//!   the next); at most [`MAX_IN_FLIGHT`] requests are in flight at once;
+//! - a backoff of 4 s or more is announced on the notice sink too.
 //!
 //! Every attempt (retries included) is counted by [`GithubClient::request_count`]. Response
 //! bodies are read up to [`MAX_BODY_BYTES`]; error messages are truncated to 500 characters,
@@ -59,7 +60,6 @@ use crate::github::model::{
 use crate::ids::{HeadSha, PrNumber};
 use crate::redact::redact;
 
-
 /// Default API base URL.
 pub const DEFAULT_API_URL: &str = "https://api.github.com";
 /// Largest response body read from GitHub.
@@ -78,6 +78,8 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(90);
 /// Longest error text kept from a response body.
 const MAX_ERROR_CHARS: usize = 500;
+/// A backoff at least this long is announced on the notice sink (rate-limit waits always are).
+const NOTICE_BACKOFF_AFTER: Duration = Duration::from_secs(4);
 /// Most pages one list follows (100 items a page).
 const MAX_PAGES: usize = 100;
 
@@ -152,18 +154,24 @@ impl fmt::Debug for ClientLimits {
 #[derive(Debug, thiserror::Error)]
 pub enum GithubError {
     /// 401: the token is missing, expired or revoked.
-    #[error("GitHub rejected the token (401): check GITHUB_TOKEN{}", request_id_suffix(request_id))]
+    #[error(
+        "GitHub rejected the token (401): check GITHUB_TOKEN{}",
+        request_id_suffix(request_id)
+    )]
     Unauthorized { request_id: Option<String> },
     /// 403 that is not a rate limit. Display ends with the permission the call needs.
-    #[error("GitHub refused {what} (403): {message}. {}", permission_sentence(permission))]
+    #[error(
+        "GitHub refused {what} (403): {message}. {}",
+        permission_sentence(permission)
+    )]
     Forbidden {
         what: String,
         /// The workflow spelling, e.g. `pull-requests: write`.
         permission: &'static str,
         message: String,
     },
-    /// 404. Display ends with the permission the call needs (a private repository the token
-    /// cannot see answers 404, not 403).
+    /// A 404. Display ends with the permission the call needs: a private repository that the
+    /// token cannot see answers 404, not 403.
     #[error(
         "{what} was not found (404): {message}. If the repository is private, the token may not \
          be able to see it: {}",
@@ -335,7 +343,16 @@ impl GithubClient {
                 "invalid GitHub API URL {trimmed:?}: expected http(s)://host[/path]"
             )));
         }
-        let token = token.filter(|t| !t.trim().is_empty());
+        let token = token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+        // octocrab unwraps the header value it builds from the token: check it first.
+        if token
+            .as_deref()
+            .is_some_and(|t| !t.bytes().all(|b| b.is_ascii_graphic()))
+        {
+            return Err(GithubError::Setup(
+                "GITHUB_TOKEN contains characters that cannot be sent in an HTTP header".into(),
+            ));
+        }
         let mut builder = Octocrab::builder()
             .base_uri(base.clone())
             .map_err(|e| GithubError::Setup(error_chain(&e)))?
@@ -357,6 +374,11 @@ impl GithubClient {
             write_gate: tokio::sync::Mutex::new(None),
             in_flight: tokio::sync::Semaphore::new(MAX_IN_FLIGHT),
         })
+    }
+
+    /// [`from_env`]: `GITHUB_API_URL` and `GITHUB_TOKEN`.
+    pub fn from_env(limits: ClientLimits) -> Result<Self, GithubError> {
+        from_env(limits)
     }
 
     /// HTTP requests made so far, retries included.
@@ -415,13 +437,15 @@ impl GithubClient {
             other => other?,
         };
         match raw.status {
-            StatusCode::OK => String::from_utf8(raw.body.to_vec())
-                .map(Some)
-                .map_err(|_| GithubError::InvalidResponse {
+            StatusCode::OK => String::from_utf8(raw.body.to_vec()).map(Some).map_err(|_| {
+                GithubError::InvalidResponse {
                     what: ctx.what.clone(),
                     message: "the diff is not UTF-8".into(),
-                }),
-            StatusCode::NOT_ACCEPTABLE if error_codes(&raw.body).iter().any(|c| c == "too_large") => {
+                }
+            }),
+            StatusCode::NOT_ACCEPTABLE
+                if error_codes(&raw.body).iter().any(|c| c == "too_large") =>
+            {
                 Ok(None)
             }
             _ => Err(self.error(&raw, &ctx)),
@@ -701,8 +725,7 @@ impl GithubClient {
                         )));
                     }
                     let wait = self.backoff(failures);
-                    tracing::warn!(%what, %reason, wait_ms = wait.as_millis() as u64, "GitHub request failed; retrying");
-                    tokio::time::sleep(wait).await;
+                    self.retry_after_failure(what, &reason, wait).await;
                     continue;
                 }
             };
@@ -719,7 +742,11 @@ impl GithubClient {
                 continue;
             }
             if raw.status.is_server_error() {
-                let reason = format!("HTTP {}{}", raw.status, request_id_suffix(&request_id(&raw.headers)));
+                let reason = format!(
+                    "HTTP {}{}",
+                    raw.status,
+                    request_id_suffix(&request_id(&raw.headers))
+                );
                 if write {
                     return Err(GithubError::WriteUncertain {
                         what: what.clone(),
@@ -731,8 +758,7 @@ impl GithubClient {
                     return Ok(raw);
                 }
                 let wait = self.backoff(failures);
-                tracing::warn!(%what, %reason, wait_ms = wait.as_millis() as u64, "GitHub server error; retrying");
-                tokio::time::sleep(wait).await;
+                self.retry_after_failure(what, &reason, wait).await;
                 continue;
             }
             return Ok(raw);
@@ -824,6 +850,18 @@ impl GithubClient {
         None
     }
 
+    /// Waits out a backoff; the user is told first when it is longer than a few seconds.
+    async fn retry_after_failure(&self, what: &str, reason: &str, wait: Duration) {
+        tracing::warn!(%what, %reason, wait_ms = wait.as_millis() as u64, "GitHub request failed; retrying");
+        if wait >= NOTICE_BACKOFF_AFTER {
+            (self.limits.notice)(&format!(
+                "notice: GitHub request failed ({reason}); retrying in {}",
+                fmt_wait(wait)
+            ));
+        }
+        tokio::time::sleep(wait).await;
+    }
+
     fn notify_wait(&self, wait: Duration) {
         let until = humantime::format_rfc3339_seconds(SystemTime::now() + wait);
         let line = format!(
@@ -839,10 +877,9 @@ impl GithubClient {
         let request_id = request_id(&raw.headers);
         let message = format!(
             "{}{}",
-            self.scrub(&truncate(
-                &error_message(&raw.body)
-                    .unwrap_or_else(|| String::from_utf8_lossy(&raw.body).trim().to_owned())
-            )),
+            self.scrub(&truncate(&error_message(&raw.body).unwrap_or_else(|| {
+                String::from_utf8_lossy(&raw.body).trim().to_owned()
+            }))),
             request_id_suffix(&request_id)
         );
         let what = ctx.what.clone();
@@ -900,7 +937,12 @@ fn error_chain(error: &(dyn StdError + 'static)) -> String {
     let mut next: Option<&(dyn StdError + 'static)> = Some(error);
     while let Some(e) = next {
         let text = e.to_string();
-        let line = text.split("\n\nFound at").next().unwrap_or("").trim().to_owned();
+        let line = text
+            .split("\n\nFound at")
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_owned();
         if !line.is_empty() && !parts.iter().any(|p| p.contains(&line)) {
             parts.push(line);
         }
@@ -920,7 +962,12 @@ fn request_id(headers: &HeaderMap) -> Option<String> {
     headers
         .get("x-github-request-id")
         .and_then(|v| v.to_str().ok())
-        .map(|v| v.chars().filter(|c| c.is_ascii_graphic()).take(64).collect())
+        .map(|v| {
+            v.chars()
+                .filter(|c| c.is_ascii_graphic())
+                .take(64)
+                .collect()
+        })
 }
 
 fn parse_json<T: DeserializeOwned>(raw: &Raw, ctx: &Ctx) -> Result<T, GithubError> {
@@ -1002,9 +1049,11 @@ fn next_link(headers: &HeaderMap) -> Option<String> {
             let url = pieces.next()?.trim();
             let url = url.strip_prefix('<')?.strip_suffix('>')?;
             let is_next = pieces.any(|p| {
-                p.trim()
-                    .strip_prefix("rel=")
-                    .is_some_and(|rel| rel.trim_matches('"').split_whitespace().any(|r| r == "next"))
+                p.trim().strip_prefix("rel=").is_some_and(|rel| {
+                    rel.trim_matches('"')
+                        .split_whitespace()
+                        .any(|r| r == "next")
+                })
             });
             is_next.then(|| url.to_owned())
         })

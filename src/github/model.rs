@@ -21,7 +21,8 @@ impl RepoName {
         let (owner, name) = s.trim().split_once('/')?;
         let ok = |p: &str| {
             !p.is_empty()
-                && p.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+                && p.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
         };
         (ok(owner) && ok(name) && name != "." && name != "..").then(|| RepoName {
             owner: owner.to_ascii_lowercase(),

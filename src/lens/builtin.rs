@@ -29,10 +29,11 @@
 //!   are how emoji are written, not hidden text.
 //! - `generic-api-key` is not reported in lockfiles (integrity hashes and registry URLs).
 //!
-//! Findings are grouped: at most one finding per check per hunk. A contiguous run of lines
-//! (30 `console.log` lines in a row) becomes one finding spanning `start_line`..`line`; hits
-//! on separate lines of one hunk become one finding on the first line whose body lists the
-//! others. A conflict finding spans its markers. Secrets are never shown: the body quotes the
+//! Findings are grouped: a contiguous run of lines with the same check (30 `console.log`
+//! lines in a row) becomes one finding spanning `start_line`..`line`; hits on separate lines
+//! are separate findings, so a later round that adds another one on a new line reports it
+//! (a finding's fingerprint is made from the lines it flags). A conflict finding spans its
+//! markers. Secrets are never shown: the body quotes the
 //! line with every secret masked.
 //!
 //! Every line is pre-filtered with cheap byte checks (an ASCII test before any `char` walk,
@@ -514,14 +515,19 @@ fn grade(check: Check) -> (Severity, Confidence) {
     }
 }
 
-/// Groups hits into findings: one per check per hunk (see the module documentation).
+/// Groups hits into findings: one per contiguous run of a check (see the module
+/// documentation); a conflict's markers are one finding per hunk.
 fn group(path: &str, hits: Vec<Hit>) -> Vec<RawFinding> {
     let mut groups: Vec<(Check, usize, Vec<Hit>)> = Vec::new();
     for h in hits {
-        match groups
-            .iter_mut()
-            .find(|(c, k, _)| *c == h.check && *k == h.hunk)
-        {
+        match groups.iter_mut().find(|(c, k, members)| {
+            *c == h.check
+                && *k == h.hunk
+                && (h.check == Check::Conflict
+                    || members
+                        .last()
+                        .is_some_and(|m| m.line == h.line || m.line + 1 == h.line))
+        }) {
             Some((_, _, members)) => members.push(h),
             None => groups.push((h.check, h.hunk, vec![h])),
         }
@@ -1021,16 +1027,30 @@ mod tests {
                     Severity::Blocking,
                     Confidence::High
                 ),
+                (
+                    6,
+                    None,
+                    "Invisible Unicode character",
+                    Severity::Advisory,
+                    Confidence::Medium
+                ),
             ]
         );
         assert!(r.findings[0].body.contains(
             "U+202E RIGHT-TO-LEFT OVERRIDE, U+2066 LEFT-TO-RIGHT ISOLATE and U+2069 POP DIRECTIONAL ISOLATE"
         ));
-        // Lines 3 and 6 are one finding on line 3 that names both characters and both lines.
+        // Lines 3 and 6 are not adjacent: a finding each, naming its own character.
         assert!(
-            r.findings[1].body.starts_with(
-                "Lines 3 and 6 contain U+200B ZERO WIDTH SPACE and U+00AD SOFT HYPHEN."
-            )
+            r.findings[1]
+                .body
+                .starts_with("Line 3 contains U+200B ZERO WIDTH SPACE."),
+            "{}",
+            r.findings[1].body
+        );
+        assert!(
+            r.findings[3]
+                .body
+                .starts_with("Line 6 contains U+00AD SOFT HYPHEN.")
         );
         assert!(r.findings[2].body.contains("3 Unicode tag characters"));
         // A BOM that is not at the start of the file is reported.
@@ -1057,15 +1077,23 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            vec![(
-                1,
-                "Leftover dbg! macro",
-                Severity::Advisory,
-                Confidence::High
-            )]
+            vec![
+                (
+                    1,
+                    "Leftover dbg! macro",
+                    Severity::Advisory,
+                    Confidence::High
+                ),
+                (
+                    4,
+                    "Leftover dbg! macro",
+                    Severity::Advisory,
+                    Confidence::High
+                )
+            ]
         );
         assert!(
-            r.findings[0].body.starts_with("Lines 1 and 4 call `dbg!`"),
+            r.findings[0].body.starts_with("Line 1 calls `dbg!`"),
             "{}",
             r.findings[0].body
         );
@@ -1100,9 +1128,14 @@ mod tests {
                 "console.log (6);",
             ],
         ));
-        let f = only(&r);
-        assert_eq!((f.start_line, f.line), (None, 1));
-        assert!(f.body.starts_with("Lines 1 and 6 call"), "{}", f.body);
+        let lines: Vec<(Option<u32>, u32)> =
+            r.findings.iter().map(|f| (f.start_line, f.line)).collect();
+        assert_eq!(lines, [(None, 1), (None, 6)]);
+        assert!(
+            r.findings[0].body.starts_with("Line 1 calls"),
+            "{}",
+            r.findings[0].body
+        );
 
         for path in [
             "web/tests/app.js",

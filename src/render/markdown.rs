@@ -45,7 +45,11 @@ pub fn body(report: &Report, opts: &BodyOptions<'_>) -> String {
         _ => out.push_str("Review of a local diff"),
     }
     // DESIGN.md: "reviewers: a (m), b (m)" for a panel, "reviewer a (m)" for one lens's review.
-    let who = if opts.per_lens { "reviewer" } else { "reviewers:" };
+    let who = if opts.per_lens {
+        "reviewer"
+    } else {
+        "reviewers:"
+    };
     let _ = writeln!(out, " — {who} {}\n", reviewers(&report.lenses));
     let _ = writeln!(
         out,
@@ -73,7 +77,10 @@ pub fn body(report: &Report, opts: &BodyOptions<'_>) -> String {
         0 => {}
         1 => out.push_str("1 finding from an earlier round still holds and is not repeated.\n\n"),
         n => {
-            let _ = writeln!(out, "{n} findings from earlier rounds still hold and are not repeated.\n");
+            let _ = writeln!(
+                out,
+                "{n} findings from earlier rounds still hold and are not repeated.\n"
+            );
         }
     }
 
@@ -82,7 +89,12 @@ pub fn body(report: &Report, opts: &BodyOptions<'_>) -> String {
     if !report.not_reviewed.is_empty() {
         tail.push_str("Not reviewed:\n");
         for n in &report.not_reviewed {
-            let _ = writeln!(tail, "- `{}` ({})", clean(&n.path), not_reviewed_reason(n.reason));
+            let _ = writeln!(
+                tail,
+                "- `{}` ({})",
+                clean(&n.path),
+                not_reviewed_reason(n.reason)
+            );
         }
         tail.push('\n');
     }
@@ -104,10 +116,18 @@ pub fn body(report: &Report, opts: &BodyOptions<'_>) -> String {
     let (off_diff, over_cap): (Vec<&Finding>, Vec<&Finding>) =
         rest.into_iter().partition(|f| !f.in_diff);
     // Room left for the listed findings once everything else is in.
-    let reserve = out.chars().count() + tail.chars().count() + marker.as_ref().map_or(0, |m| m.chars().count()) + 200;
+    let reserve = out.chars().count()
+        + tail.chars().count()
+        + marker.as_ref().map_or(0, |m| m.chars().count())
+        + 200;
     let mut room = MAX_BODY_CHARS.saturating_sub(reserve);
     list(&mut out, "Not on a changed line:", &off_diff, &mut room);
-    list(&mut out, "More findings than line comments allow:", &over_cap, &mut room);
+    list(
+        &mut out,
+        "More findings than line comments allow:",
+        &over_cap,
+        &mut room,
+    );
     out.push_str(&tail);
     while out.ends_with('\n') {
         out.pop();
@@ -124,13 +144,29 @@ pub fn body(report: &Report, opts: &BodyOptions<'_>) -> String {
 /// The round marker (PR rounds only): every finding the round reports, posted or carried over.
 fn marker(report: &Report, opts: &BodyOptions<'_>) -> Option<String> {
     let (round, head) = (report.round?, report.head.clone()?);
-    let mut findings: Vec<String> = report.findings.iter().map(|f| f.fingerprint.clone()).collect();
+    let mut findings: Vec<String> = report
+        .findings
+        .iter()
+        .map(|f| f.fingerprint.clone())
+        .collect();
     findings.extend(report.carried_over.iter().map(|c| c.fingerprint.clone()));
     // A marker that would not fit keeps what fits; the rest may be posted again next round.
     let budget = (MAX_BODY_CHARS / 2) / 17;
     findings.truncate(budget);
-    let lens = opts.per_lens.then(|| report.lenses.first().map(|l| l.lens.to_string())).flatten();
-    Some(RoundMarker { round, head, verdict: report.verdict(), findings, lens }.render())
+    let lens = opts
+        .per_lens
+        .then(|| report.lenses.first().map(|l| l.lens.to_string()))
+        .flatten();
+    Some(
+        RoundMarker {
+            round,
+            head,
+            verdict: report.verdict(),
+            findings,
+            lens,
+        }
+        .render(),
+    )
 }
 
 /// `text` cut to at most `max` characters at a line boundary.
@@ -166,7 +202,11 @@ fn list(out: &mut String, heading: &str, findings: &[&Finding], room: &mut usize
         );
         let len = item.chars().count();
         if len + 40 > *room {
-            let _ = writeln!(out, "- and {} more (see the JSON output and the evidence)", findings.len() - i);
+            let _ = writeln!(
+                out,
+                "- and {} more (see the JSON output and the evidence)",
+                findings.len() - i
+            );
             *room = 0;
             break;
         }

@@ -107,9 +107,9 @@ pub struct Report {
     pub carried_over: Vec<rounds::Carried>,
     /// What this round looked at, when it is not the whole change (e.g. an interdiff).
     pub scope: Option<String>,
-    /// The verdict of the earlier round on this head, when the round was skipped as already
-    /// reviewed (so a re-run keeps the exit status).
-    pub previous_verdict: Option<Verdict>,
+    /// The verdict when it is not this report's own findings: the earlier round's on a head
+    /// already reviewed (so a re-run keeps the exit status), or the sum of combined reviews.
+    pub held_verdict: Option<Verdict>,
 }
 
 impl Report {
@@ -125,17 +125,51 @@ impl Report {
             not_reviewed: Vec::new(),
             carried_over: Vec::new(),
             scope: None,
-            previous_verdict: None,
+            held_verdict: None,
         }
     }
 
     /// Every finding that holds: posted now and carried over (or, for a round skipped as
     /// already reviewed, that round's verdict).
     pub fn verdict(&self) -> Verdict {
-        if let Some(v) = self.previous_verdict {
+        if let Some(v) = self.held_verdict {
             return v;
         }
         rounds::verdict(&self.findings, &self.carried_over)
+    }
+
+    /// Several reports (one per lens in per-lens mode) as one, for outputs that are a single
+    /// document and for the exit status: the verdicts add up, and it is skipped only when every
+    /// one was.
+    pub fn combine(mut reports: Vec<Report>) -> Report {
+        if reports.len() == 1 {
+            return reports.remove(0);
+        }
+        let mut all = Report::empty();
+        let mut verdict = Verdict::default();
+        let all_skipped = reports.iter().all(|r| r.skipped.is_some());
+        for r in reports {
+            let v = r.verdict();
+            verdict.blocking += v.blocking;
+            verdict.advisory += v.advisory;
+            all.head = all.head.or(r.head);
+            all.round = all.round.max(r.round);
+            all.posted |= r.posted;
+            if all_skipped && all.skipped.is_none() {
+                all.skipped = r.skipped;
+            }
+            all.findings.extend(r.findings);
+            all.carried_over.extend(r.carried_over);
+            all.lenses.extend(r.lenses);
+            for n in r.not_reviewed {
+                if !all.not_reviewed.contains(&n) {
+                    all.not_reviewed.push(n);
+                }
+            }
+            all.scope = all.scope.or(r.scope);
+        }
+        all.held_verdict = Some(verdict);
+        all
     }
 
     /// True when lenses ran and every one of them failed.

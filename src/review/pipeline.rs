@@ -24,6 +24,30 @@ pub async fn review(
     panel: &Panel,
     observer: &dyn PanelObserver,
 ) -> Report {
+    review_with(diff, None, pr, lenses, config, panel, observer)
+        .await
+        .report
+}
+
+/// A review's merged report, and every lens's findings before merging (per-lens posting).
+#[derive(Debug)]
+pub struct Reviewed {
+    pub report: Report,
+    pub located: Vec<Finding>,
+}
+
+/// Reviews `diff` — possibly only part of a PR, such as the interdiff of a later round — and
+/// places each finding on `anchors` (the whole PR diff) when given, so a finding outside the
+/// part reviewed but on the PR's diff can still be a line comment.
+pub async fn review_with(
+    diff: Diff,
+    anchors: Option<&Diff>,
+    pr: Option<PrInfo>,
+    lenses: &[LensSpec],
+    config: &ReviewConfig,
+    panel: &Panel,
+    observer: &dyn PanelObserver,
+) -> Reviewed {
     let (diff, mut not_reviewed) = gate(diff, config);
     let diff = Arc::new(diff);
     // Only lenses that take prompts need a plan; the builtin lens reads the diff itself.
@@ -65,11 +89,12 @@ pub async fn review(
     for run in runs {
         if let Some(response) = run.response {
             let lens = &run.provenance.lens;
+            let place_on = anchors.unwrap_or(&diff);
             findings.extend(
                 response
                     .findings
                     .into_iter()
-                    .map(|raw| Finding::locate(raw, lens, &diff)),
+                    .map(|raw| Finding::locate(raw, lens, place_on)),
             );
         }
         provenance.push(run.provenance);
@@ -79,7 +104,16 @@ pub async fn review(
         record_merge(ev, &findings, &explained, config);
     }
     let merged = explained.into_iter().map(|(f, _)| f).collect();
-    Report { findings: merged, lenses: provenance, not_reviewed, ..Report::empty() }
+    let report = Report {
+        findings: merged,
+        lenses: provenance,
+        not_reviewed,
+        ..Report::empty()
+    };
+    Reviewed {
+        report,
+        located: findings,
+    }
 }
 
 /// Evidence of the merge: for each output finding, the lens findings it combined and why its

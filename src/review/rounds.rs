@@ -199,10 +199,11 @@ impl History {
                 continue;
             };
             let human = c.user.as_ref().is_some_and(|u| !u.is_bot()) && !who.owns(c.user.as_ref());
-            if human && let Some(fp) = by_comment.get(&parent) {
-                if let Some(f) = history.findings.get_mut(fp) {
-                    f.disputed = true;
-                }
+            if human
+                && let Some(fp) = by_comment.get(&parent)
+                && let Some(f) = history.findings.get_mut(fp)
+            {
+                f.disputed = true;
             }
         }
         // Findings listed only in a body (off the diff, or over the comment cap).

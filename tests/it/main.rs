@@ -2,3 +2,4 @@
 
 mod cli;
 mod fake_github;
+mod pr;

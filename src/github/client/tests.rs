@@ -1,1 +1,896 @@
+//! Tests of the client against a small scripted in-process server.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use axum::body::Bytes as AxBytes;
+use axum::extract::State;
+use axum::http::{
+    HeaderMap as AxHeaders, Method as AxMethod, StatusCode as AxStatus, Uri as AxUri,
+};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
 use super::*;
+use crate::github::model::NewComment;
+
+const TOKEN: &str = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+const HEAD: &str = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
+const BASE: &str = "f95f852bd8fca8fcc58a9a2d6c842781e32a215e";
+
+#[derive(Clone)]
+struct Reply {
+    status: u16,
+    headers: Vec<(&'static str, String)>,
+    body: String,
+}
+
+fn reply(status: u16, body: impl Into<String>) -> Reply {
+    Reply {
+        status,
+        headers: Vec::new(),
+        body: body.into(),
+    }
+}
+
+impl Reply {
+    fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+}
+
+#[derive(Clone)]
+struct Received {
+    method: String,
+    /// Path and query.
+    uri: String,
+    headers: AxHeaders,
+    body: String,
+    at: Instant,
+}
+
+#[derive(Default)]
+struct FakeState {
+    base: Mutex<String>,
+    replies: Mutex<VecDeque<Reply>>,
+    received: Mutex<Vec<Received>>,
+}
+
+/// Answers each request with the next scripted reply (`{base}` in a body or header value
+/// becomes the server's URL); a 599 once the script runs out.
+struct Fake {
+    base: String,
+    state: Arc<FakeState>,
+}
+
+impl Fake {
+    async fn start(replies: Vec<Reply>) -> Fake {
+        let state = Arc::new(FakeState {
+            replies: Mutex::new(replies.into()),
+            ..FakeState::default()
+        });
+        let app = axum::Router::new()
+            .fallback(answer)
+            .with_state(Arc::clone(&state));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        *state.base.lock().unwrap() = base.clone();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Fake { base, state }
+    }
+
+    fn received(&self) -> Vec<Received> {
+        self.state.received.lock().unwrap().clone()
+    }
+
+    fn client(&self, limits: ClientLimits) -> GithubClient {
+        GithubClient::new(&self.base, Some(TOKEN.to_owned()), limits).expect("client")
+    }
+}
+
+async fn answer(
+    State(state): State<Arc<FakeState>>,
+    method: AxMethod,
+    uri: AxUri,
+    headers: AxHeaders,
+    body: AxBytes,
+) -> Response {
+    state.received.lock().unwrap().push(Received {
+        method: method.to_string(),
+        uri: uri
+            .path_and_query()
+            .map(|p| p.as_str().to_owned())
+            .unwrap_or_default(),
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+        at: Instant::now(),
+    });
+    let base = state.base.lock().unwrap().clone();
+    let Some(reply) = state.replies.lock().unwrap().pop_front() else {
+        return (AxStatus::from_u16(599).unwrap(), "no reply scripted").into_response();
+    };
+    let mut out = AxHeaders::new();
+    for (name, value) in &reply.headers {
+        out.append(
+            *name,
+            value.replace("{base}", &base).parse().expect("header"),
+        );
+    }
+    let status = AxStatus::from_u16(reply.status).expect("status");
+    (status, out, reply.body.replace("{base}", &base)).into_response()
+}
+
+/// Fast limits; notices are collected in the returned vector.
+fn limits() -> (ClientLimits, Arc<Mutex<Vec<String>>>) {
+    let notices = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&notices);
+    let limits = ClientLimits {
+        max_rate_limit_wait: Duration::from_secs(5),
+        rate_limit_floor: Duration::from_millis(200),
+        write_spacing: Duration::ZERO,
+        retries: 3,
+        backoff_base: Duration::from_millis(10),
+        notice: Arc::new(move |line: &str| sink.lock().unwrap().push(line.to_owned())),
+    };
+    (limits, notices)
+}
+
+fn repo() -> RepoName {
+    RepoName::parse("octo/hello").unwrap()
+}
+
+fn pr_json() -> String {
+    json!({
+        "number": 7, "title": "Add a thing", "body": null, "state": "open", "draft": false,
+        "head": {"sha": HEAD, "ref": "feature"},
+        "base": {"sha": BASE, "ref": "main"},
+        "labels": [{"name": "bug"}],
+        "user": {"login": "alice", "type": "User"},
+        "changed_files": 2
+    })
+    .to_string()
+}
+
+fn review_json(id: u64) -> String {
+    json!({"id": id, "user": {"login": "reviewbot[bot]", "type": "Bot"}, "body": "Round 1",
+           "commit_id": HEAD, "state": "commented"})
+    .to_string()
+}
+
+fn new_review() -> NewReview {
+    NewReview {
+        commit_id: HEAD.into(),
+        body: "Round 1 <!-- reviewbot -->".into(),
+        event: "COMMENT".into(),
+        comments: vec![NewComment {
+            path: "src/lib.rs".into(),
+            body: "range".into(),
+            line: 44,
+            side: Side::Right,
+            start_line: Some(40),
+            start_side: Some(Side::Right),
+        }],
+    }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+const SECONDARY: &str = r#"{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.","documentation_url":"https://docs.github.com/rest"}"#;
+
+#[tokio::test]
+async fn get_is_retried_on_502_then_succeeds() {
+    let fake = Fake::start(vec![
+        reply(502, "bad"),
+        reply(502, "bad"),
+        reply(200, pr_json()),
+    ])
+    .await;
+    let (limits, notices) = limits();
+    let client = fake.client(limits);
+    let pr = client.pull_request(&repo(), PrNumber(7)).await.unwrap();
+    assert_eq!(pr.number, PrNumber(7));
+    assert_eq!(pr.body, "", "a null body becomes empty");
+    assert_eq!(pr.head.as_str(), HEAD);
+    assert_eq!(pr.base_ref, "main");
+    assert_eq!(pr.labels, ["bug"]);
+    assert_eq!(pr.author.login, "alice");
+    assert_eq!(client.request_count(), 3);
+    let received = fake.received();
+    assert_eq!(received.len(), 3);
+    assert!(
+        received
+            .iter()
+            .all(|r| r.uri == "/repos/octo/hello/pulls/7")
+    );
+    let headers = &received[0].headers;
+    assert_eq!(headers["authorization"], format!("Bearer {TOKEN}").as_str());
+    assert_eq!(headers["accept"], "application/vnd.github+json");
+    assert_eq!(headers["x-github-api-version"], "2022-11-28");
+    assert_eq!(headers.get_all("accept").iter().count(), 1);
+    assert_eq!(headers.get_all("x-github-api-version").iter().count(), 1);
+    assert_eq!(headers.get_all("authorization").iter().count(), 1);
+    assert!(
+        notices.lock().unwrap().is_empty(),
+        "backoff is not a rate-limit notice"
+    );
+}
+
+#[tokio::test]
+async fn get_gives_up_after_the_configured_attempts() {
+    let fake = Fake::start(vec![reply(503, "a"), reply(503, "b"), reply(503, "c")]).await;
+    let client = fake.client(limits().0);
+    let err = client.pull_request(&repo(), PrNumber(7)).await.unwrap_err();
+    assert!(
+        matches!(err, GithubError::Other { status: 503, .. }),
+        "{err:?}"
+    );
+    assert_eq!(client.request_count(), 3);
+}
+
+#[tokio::test]
+async fn transport_errors_are_retried_then_unreachable() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let client = GithubClient::new(&format!("http://127.0.0.1:{port}"), None, limits().0).unwrap();
+    let err = client.pull_request(&repo(), PrNumber(1)).await.unwrap_err();
+    assert!(matches!(err, GithubError::Unreachable(_)), "{err:?}");
+    assert_eq!(client.request_count(), 3);
+}
+
+#[tokio::test]
+async fn post_500_is_write_uncertain_after_one_request() {
+    let fake = Fake::start(vec![
+        reply(500, "oops").header("x-github-request-id", "AB12:CD34"),
+    ])
+    .await;
+    let client = fake.client(limits().0);
+    let err = client
+        .create_review(&repo(), PrNumber(7), &new_review())
+        .await
+        .unwrap_err();
+    match &err {
+        GithubError::WriteUncertain { reason, .. } => {
+            assert!(reason.contains("500"), "{reason}");
+            assert!(reason.contains("AB12:CD34"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(err.to_string().contains("round marker"));
+    assert_eq!(client.request_count(), 1);
+    assert_eq!(fake.received().len(), 1);
+}
+
+#[tokio::test]
+async fn post_timeout_or_transport_error_is_write_uncertain() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let client = GithubClient::new(&format!("http://127.0.0.1:{port}"), None, limits().0).unwrap();
+    let err = client
+        .create_review(&repo(), PrNumber(7), &new_review())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, GithubError::WriteUncertain { .. }), "{err:?}");
+    assert_eq!(client.request_count(), 1);
+}
+
+#[tokio::test]
+async fn create_review_posts_our_body_and_parses_the_review() {
+    let fake = Fake::start(vec![reply(200, review_json(80))]).await;
+    let client = fake.client(limits().0);
+    let review = client
+        .create_review(&repo(), PrNumber(7), &new_review())
+        .await
+        .unwrap();
+    assert_eq!(review.id, 80);
+    assert_eq!(review.state, "COMMENTED");
+    let received = fake.received();
+    assert_eq!(received[0].method, "POST");
+    assert_eq!(received[0].uri, "/repos/octo/hello/pulls/7/reviews");
+    let sent: serde_json::Value = serde_json::from_str(&received[0].body).unwrap();
+    assert_eq!(
+        sent,
+        json!({"commit_id": HEAD, "body": "Round 1 <!-- reviewbot -->", "event": "COMMENT",
+               "comments": [{"path": "src/lib.rs", "body": "range", "line": 44, "side": "RIGHT",
+                             "start_line": 40, "start_side": "RIGHT"}]})
+    );
+}
+
+#[tokio::test]
+async fn secondary_limit_with_retry_after_waits_and_tells_the_user() {
+    let fake = Fake::start(vec![
+        reply(403, SECONDARY).header("retry-after", "1"),
+        reply(200, pr_json()),
+    ])
+    .await;
+    let (limits, notices) = limits();
+    let client = fake.client(limits);
+    let started = Instant::now();
+    client.pull_request(&repo(), PrNumber(7)).await.unwrap();
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_secs(1), "{waited:?}");
+    assert!(waited < Duration::from_millis(1800), "{waited:?}");
+    assert_eq!(client.request_count(), 2);
+    let notices = notices.lock().unwrap();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(
+        notices[0].starts_with("notice: GitHub rate limit; waiting 1s (until "),
+        "{}",
+        notices[0]
+    );
+}
+
+#[tokio::test]
+async fn secondary_limit_without_headers_waits_the_floor() {
+    let fake = Fake::start(vec![reply(403, SECONDARY), reply(200, pr_json())]).await;
+    let (limits, notices) = limits();
+    let client = fake.client(limits);
+    let started = Instant::now();
+    client.pull_request(&repo(), PrNumber(7)).await.unwrap();
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(200), "{waited:?}");
+    assert!(waited < Duration::from_secs(1), "{waited:?}");
+    assert_eq!(client.request_count(), 2);
+    assert!(notices.lock().unwrap()[0].contains("waiting 200ms"));
+}
+
+#[tokio::test]
+async fn secondary_limit_backs_off_exponentially_on_a_write_too() {
+    // A rate-limited write was refused, so it is sent again after the wait.
+    let fake = Fake::start(vec![
+        reply(403, SECONDARY),
+        reply(403, SECONDARY),
+        reply(200, review_json(3)),
+    ])
+    .await;
+    let (mut limits, notices) = limits();
+    limits.rate_limit_floor = Duration::from_millis(50);
+    let client = fake.client(limits);
+    let started = Instant::now();
+    client
+        .create_review(&repo(), PrNumber(7), &new_review())
+        .await
+        .unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(150));
+    assert_eq!(client.request_count(), 3);
+    let notices = notices.lock().unwrap();
+    assert!(notices[0].contains("waiting 50ms"), "{notices:?}");
+    assert!(notices[1].contains("waiting 100ms"), "{notices:?}");
+}
+
+#[tokio::test]
+async fn primary_limit_with_reset_in_the_past_waits_briefly() {
+    let fake = Fake::start(vec![
+        reply(429, r#"{"message":"API rate limit exceeded"}"#)
+            .header("x-ratelimit-remaining", "0")
+            .header("x-ratelimit-reset", (now_secs() - 100).to_string()),
+        reply(200, pr_json()),
+    ])
+    .await;
+    let (limits, notices) = limits();
+    let client = fake.client(limits);
+    let started = Instant::now();
+    client.pull_request(&repo(), PrNumber(7)).await.unwrap();
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(10), "{waited:?}");
+    assert!(waited < Duration::from_millis(500), "{waited:?}");
+    assert_eq!(client.request_count(), 2);
+    assert_eq!(notices.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_wait_beyond_the_maximum_fails_at_once() {
+    let fake = Fake::start(vec![
+        reply(
+            403,
+            r#"{"message":"API rate limit exceeded for installation"}"#,
+        )
+        .header("x-ratelimit-remaining", "0")
+        .header("x-ratelimit-reset", (now_secs() + 3600).to_string()),
+        reply(429, "{}").header("retry-after", "120"),
+    ])
+    .await;
+    let (limits, notices) = limits();
+    let client = fake.client(limits);
+    let started = Instant::now();
+    let err = client.pull_request(&repo(), PrNumber(7)).await.unwrap_err();
+    match err {
+        GithubError::RateLimited { wait } => {
+            assert!(wait > Duration::from_secs(3500), "{wait:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let err = client.labels(&repo(), PrNumber(7)).await.unwrap_err();
+    match &err {
+        GithubError::RateLimited { wait } => assert_eq!(*wait, Duration::from_secs(120)),
+        other => panic!("{other:?}"),
+    }
+    assert!(err.to_string().contains("120s"), "{err}");
+    assert!(started.elapsed() < Duration::from_millis(300));
+    assert_eq!(client.request_count(), 2);
+    assert!(notices.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn unauthorized_is_not_retried() {
+    let fake = Fake::start(vec![
+        reply(401, r#"{"message":"Bad credentials"}"#).header("x-github-request-id", "R1"),
+    ])
+    .await;
+    let client = fake.client(limits().0);
+    let err = client.pull_request(&repo(), PrNumber(7)).await.unwrap_err();
+    assert!(matches!(err, GithubError::Unauthorized { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "GitHub rejected the token (401): check GITHUB_TOKEN (request id R1)"
+    );
+    assert_eq!(client.request_count(), 1);
+}
+
+#[tokio::test]
+async fn not_found_and_forbidden_name_the_permission() {
+    let fake = Fake::start(vec![
+        reply(404, r#"{"message":"Not Found","documentation_url":"x"}"#)
+            .header("x-github-request-id", "R404"),
+        reply(
+            403,
+            r#"{"message":"Resource not accessible by integration"}"#,
+        ),
+        reply(410, r#"{"message":"Gone"}"#),
+    ])
+    .await;
+    let client = fake.client(limits().0);
+    let err = client.pull_request(&repo(), PrNumber(7)).await.unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(
+        err,
+        GithubError::NotFound {
+            permission: "pull-requests: read",
+            ..
+        }
+    ));
+    assert!(text.contains("R404"), "{text}");
+    assert!(
+        text.ends_with(
+            "the token needs the \"Pull requests\" permission with read access \
+             (`pull-requests: read` in a workflow's `permissions:`)."
+        ),
+        "{text}"
+    );
+    let err = client
+        .create_review(&repo(), PrNumber(7), &new_review())
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(
+        err,
+        GithubError::Forbidden {
+            permission: "pull-requests: write",
+            ..
+        }
+    ));
+    assert!(
+        text.contains("Resource not accessible by integration"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(
+            "with read and write access (`pull-requests: write` in a workflow's `permissions:`)."
+        ),
+        "{text}"
+    );
+    let err = client.reviews(&repo(), PrNumber(7)).await.unwrap_err();
+    assert!(
+        matches!(err, GithubError::Other { status: 410, .. }),
+        "{err:?}"
+    );
+    assert_eq!(client.request_count(), 3, "none of these is retried");
+}
+
+#[tokio::test]
+async fn too_large_diff_is_none() {
+    let body = json!({
+        "message": "Sorry, the diff exceeded the maximum number of files (300).",
+        "errors": [{"resource": "PullRequest", "field": "diff", "code": "too_large"}],
+        "status": "406"
+    });
+    let fake = Fake::start(vec![
+        reply(406, body.to_string()),
+        reply(200, "diff --git a/x b/x\n"),
+        reply(
+            406,
+            r#"{"message":"Not acceptable","errors":[{"code":"other"}]}"#,
+        ),
+    ])
+    .await;
+    let client = fake.client(limits().0);
+    assert_eq!(
+        client
+            .pull_request_diff(&repo(), PrNumber(7))
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        client
+            .pull_request_diff(&repo(), PrNumber(7))
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("diff --git a/x b/x\n")
+    );
+    let err = client
+        .pull_request_diff(&repo(), PrNumber(7))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, GithubError::Other { status: 406, .. }),
+        "{err:?}"
+    );
+    assert_eq!(
+        fake.received()[0].headers["accept"],
+        "application/vnd.github.diff"
+    );
+}
+
+#[tokio::test]
+async fn unprocessable_parses_both_error_shapes() {
+    let fake = Fake::start(vec![
+        reply(
+            422,
+            r#"{"message":"Unprocessable Entity","errors":["Line could not be resolved"],"status":"422"}"#,
+        ),
+        reply(
+            422,
+            r#"{"message":"Validation Failed","errors":[{"resource":"PullRequestReviewComment","code":"custom","field":"pull_request_review_thread.line","message":"could not be resolved"}]}"#,
+        ),
+        reply(422, r#"{"message":"Body is too long"}"#),
+    ])
+    .await;
+    let client = fake.client(limits().0);
+    let errors = |e: GithubError| match e {
+        GithubError::Unprocessable { errors, .. } => errors,
+        other => panic!("{other:?}"),
+    };
+    let review = new_review();
+    let first = client.create_review(&repo(), PrNumber(7), &review).await;
+    assert_eq!(errors(first.unwrap_err()), ["Line could not be resolved"]);
+    let second = client.create_review(&repo(), PrNumber(7), &review).await;
+    assert_eq!(
+        errors(second.unwrap_err()),
+        ["pull_request_review_thread.line could not be resolved"]
+    );
+    let third = client.create_review(&repo(), PrNumber(7), &review).await;
+    assert_eq!(errors(third.unwrap_err()), ["Body is too long"]);
+    assert_eq!(client.request_count(), 3);
+}
+
+#[test]
+fn unprocessable_object_codes_are_kept() {
+    let body = br#"{"errors":[{"field":"path","code":"invalid"},{"code":"missing"},42]}"#;
+    assert_eq!(
+        unprocessable_errors(body),
+        ["path is invalid (invalid)", "error code missing"]
+    );
+}
+
+#[tokio::test]
+async fn files_follow_link_pages() {
+    let page = |from: usize, n: usize| {
+        let files: Vec<_> = (from..from + n)
+            .map(|i| json!({"filename": format!("f{i}.rs"), "status": "modified", "patch": "@@"}))
+            .collect();
+        serde_json::Value::Array(files).to_string()
+    };
+    let path = "/repos/octo/hello/pulls/7/files";
+    let fake = Fake::start(vec![
+        reply(200, page(0, 100)).header(
+            "link",
+            format!(r#"<{{base}}{path}?per_page=100&page=2>; rel="next", <{{base}}{path}?per_page=100&page=3>; rel="last""#),
+        ),
+        reply(200, page(100, 100)).header(
+            "link",
+            format!(r#"<{{base}}{path}?per_page=100&page=1>; rel="prev", <{{base}}{path}?per_page=100&page=3>; rel="next""#),
+        ),
+        reply(200, page(200, 5)),
+        // Second call: stops at max_files.
+        reply(200, page(0, 100)).header(
+            "link",
+            format!(r#"<{{base}}{path}?per_page=100&page=2>; rel="next""#),
+        ),
+        reply(200, page(100, 100)).header(
+            "link",
+            format!(r#"<{{base}}{path}?per_page=100&page=3>; rel="next""#),
+        ),
+    ])
+    .await;
+    let client = fake.client(limits().0);
+    let files = client
+        .pull_request_files(&repo(), PrNumber(7), 3000)
+        .await
+        .unwrap();
+    assert_eq!(files.len(), 205);
+    assert_eq!(files[204].filename, "f204.rs");
+    let uris: Vec<String> = fake.received().into_iter().map(|r| r.uri).collect();
+    assert_eq!(
+        uris,
+        [
+            format!("{path}?per_page=100"),
+            format!("{path}?per_page=100&page=2"),
+            format!("{path}?per_page=100&page=3"),
+        ]
+    );
+    let files = client
+        .pull_request_files(&repo(), PrNumber(7), 150)
+        .await
+        .unwrap();
+    assert_eq!(files.len(), 150);
+    assert_eq!(client.request_count(), 5, "stops once max_files are read");
+}
+
+#[tokio::test]
+async fn pagination_never_leaves_the_api_host() {
+    let fake =
+        Fake::start(vec![reply(200, "[]").header(
+            "link",
+            r#"<https://evil.example/steal?page=2>; rel="next""#,
+        )])
+        .await;
+    let client = fake.client(limits().0);
+    let err = client.labels(&repo(), PrNumber(7)).await.unwrap_err();
+    assert!(
+        matches!(err, GithubError::InvalidResponse { .. }),
+        "{err:?}"
+    );
+    assert_eq!(client.request_count(), 1);
+}
+
+#[test]
+fn link_header_parsing() {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        http::header::LINK,
+        r#"<https://api.github.com/x?page=1>; rel="prev", <https://api.github.com/x?page=3>; rel="next""#
+            .parse()
+            .unwrap(),
+    );
+    assert_eq!(
+        next_link(&headers).as_deref(),
+        Some("https://api.github.com/x?page=3")
+    );
+    headers.insert(
+        http::header::LINK,
+        r#"<https://api.github.com/x?page=1>; rel="first""#.parse().unwrap(),
+    );
+    assert_eq!(next_link(&headers), None);
+}
+
+#[tokio::test]
+async fn writes_are_spaced() {
+    let fake = Fake::start(vec![reply(200, review_json(1)), reply(200, review_json(2))]).await;
+    let (mut limits, _) = limits();
+    limits.write_spacing = Duration::from_millis(200);
+    let client = Arc::new(fake.client(limits));
+    let (repo, review) = (repo(), new_review());
+    let (a, b) = tokio::join!(
+        client.create_review(&repo, PrNumber(7), &review),
+        client.create_review(&repo, PrNumber(7), &review),
+    );
+    a.unwrap();
+    b.unwrap();
+    let received = fake.received();
+    assert_eq!(received.len(), 2);
+    let gap = received[1].at.duration_since(received[0].at);
+    assert!(gap >= Duration::from_millis(200), "{gap:?}");
+}
+
+#[tokio::test]
+async fn the_token_never_appears_in_errors() {
+    // A server that echoes the token back in every kind of error body.
+    let echo = format!(r#"{{"message":"bad token {TOKEN} here","errors":["{TOKEN}"]}}"#);
+    let plain = "plain-secret-value-without-a-known-shape";
+    let plain_echo = format!(r#"{{"message":"bad token {plain} here"}}"#);
+    let fake = Fake::start(vec![
+        reply(401, echo.clone()),
+        reply(403, echo.clone()),
+        reply(404, echo.clone()),
+        reply(422, echo.clone()),
+        reply(400, echo.clone()),
+        reply(502, echo.clone()),
+        reply(500, echo.clone()),
+        reply(400, plain_echo),
+    ])
+    .await;
+    let mut limits = limits().0;
+    limits.retries = 1;
+    let client = fake.client(limits.clone());
+    let mut errors = Vec::new();
+    for _ in 0..5 {
+        errors.push(client.pull_request(&repo(), PrNumber(7)).await.unwrap_err());
+    }
+    errors.push(client.reviews(&repo(), PrNumber(7)).await.unwrap_err());
+    errors.push(
+        client
+            .create_review(&repo(), PrNumber(7), &new_review())
+            .await
+            .unwrap_err(),
+    );
+    let other = GithubClient::new(&fake.base, Some(plain.to_owned()), limits).unwrap();
+    errors.push(other.pull_request(&repo(), PrNumber(7)).await.unwrap_err());
+    assert_eq!(errors.len(), 8);
+    for err in &errors {
+        for text in [err.to_string(), format!("{err:?}")] {
+            assert!(!text.contains(TOKEN), "{text}");
+            assert!(!text.contains(plain), "{text}");
+        }
+    }
+    assert!(!format!("{client:?}").contains(TOKEN));
+    assert!(!format!("{other:?}").contains(plain));
+}
+
+#[tokio::test]
+async fn error_bodies_are_truncated() {
+    let long = "x".repeat(5000);
+    let fake = Fake::start(vec![reply(400, format!(r#"{{"message":"{long}"}}"#))]).await;
+    let client = fake.client(limits().0);
+    let err = client.pull_request(&repo(), PrNumber(7)).await.unwrap_err();
+    assert!(err.to_string().len() < 700, "{}", err.to_string().len());
+}
+
+#[tokio::test]
+async fn current_user_403_is_none() {
+    let fake = Fake::start(vec![
+        reply(
+            403,
+            r#"{"message":"Resource not accessible by integration"}"#,
+        ),
+        reply(200, r#"{"login":"octocat","type":"User","id":1}"#),
+    ])
+    .await;
+    let client = fake.client(limits().0);
+    assert_eq!(client.current_user().await.unwrap(), None);
+    let user = client.current_user().await.unwrap().unwrap();
+    assert_eq!(user.login, "octocat");
+    assert_eq!(fake.received()[0].uri, "/user");
+}
+
+#[tokio::test]
+async fn file_at_ref_decodes_base64_and_404_is_none() {
+    let text = "[review]\ntrigger_label = \"ai-review\"\n";
+    let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+    let wrapped = format!("{}\n{}", &encoded[..20], &encoded[20..]);
+    let fake = Fake::start(vec![
+        reply(
+            200,
+            json!({"type": "file", "encoding": "base64", "content": wrapped}).to_string(),
+        ),
+        reply(404, r#"{"message":"Not Found"}"#),
+    ])
+    .await;
+    let client = fake.client(limits().0);
+    let got = client
+        .file_at_ref(&repo(), ".github/reviewbot.toml", "main")
+        .await
+        .unwrap();
+    assert_eq!(got.as_deref(), Some(text));
+    let missing = client
+        .file_at_ref(&repo(), ".github/reviewbot.toml", "feature/x y")
+        .await
+        .unwrap();
+    assert_eq!(missing, None);
+    let uris: Vec<String> = fake.received().into_iter().map(|r| r.uri).collect();
+    assert_eq!(
+        uris[0],
+        "/repos/octo/hello/contents/.github/reviewbot.toml?ref=main"
+    );
+    assert_eq!(
+        uris[1],
+        "/repos/octo/hello/contents/.github/reviewbot.toml?ref=feature%2Fx%20y"
+    );
+}
+
+#[tokio::test]
+async fn reviews_comments_labels_and_compare_convert() {
+    let fake = Fake::start(vec![
+        reply(200, format!("[{}]", review_json(5))),
+        reply(
+            200,
+            json!([{"id": 11, "pull_request_review_id": 5, "in_reply_to_id": null,
+                    "user": {"login": "reviewbot[bot]", "type": "Bot"}, "body": "b",
+                    "path": "src/a.rs", "line": 3, "side": "LEFT", "commit_id": HEAD},
+                   {"id": 12, "pull_request_review_id": null, "in_reply_to_id": 11,
+                    "user": null, "body": "reply", "path": "src/a.rs", "line": null,
+                    "side": null, "commit_id": HEAD}])
+            .to_string(),
+        ),
+        reply(200, r#"[{"name":"bug"},{"name":"ai-review"}]"#),
+        reply(
+            200,
+            json!({"status": "diverged", "files": [{"filename": "b.rs", "status": "renamed",
+                   "previous_filename": "a.rs"}]})
+            .to_string(),
+        ),
+    ])
+    .await;
+    let client = fake.client(limits().0);
+    let reviews = client.reviews(&repo(), PrNumber(7)).await.unwrap();
+    assert_eq!(reviews[0].state, "COMMENTED");
+    assert!(reviews[0].user.as_ref().unwrap().is_bot());
+    let comments = client.review_comments(&repo(), PrNumber(7)).await.unwrap();
+    assert_eq!(comments[0].side, Some(Side::Left));
+    assert_eq!(comments[0].review_id, Some(5));
+    assert_eq!(comments[1].in_reply_to_id, Some(11));
+    assert_eq!(comments[1].side, None);
+    assert_eq!(
+        client.labels(&repo(), PrNumber(7)).await.unwrap(),
+        ["bug", "ai-review"]
+    );
+    let cmp = client.compare(&repo(), BASE, HEAD).await.unwrap();
+    assert_eq!(cmp.status, "diverged");
+    assert_eq!(cmp.files[0].previous_filename.as_deref(), Some("a.rs"));
+    let uris: Vec<String> = fake.received().into_iter().map(|r| r.uri).collect();
+    assert_eq!(
+        uris,
+        [
+            "/repos/octo/hello/pulls/7/reviews?per_page=100".to_owned(),
+            "/repos/octo/hello/pulls/7/comments?per_page=100".to_owned(),
+            "/repos/octo/hello/issues/7/labels?per_page=100".to_owned(),
+            format!("/repos/octo/hello/compare/{BASE}...{HEAD}"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_https_client_builds_beside_reqwest_without_a_crypto_provider_panic() {
+    // rustls panics at run time when two providers are compiled in and code asks for the
+    // process default without one installed; octocrab and reqwest must both build here.
+    let client = GithubClient::new("https://github.example.com/api/v3/", None, limits().0).unwrap();
+    assert_eq!(client.base.to_string(), "https://github.example.com/api/v3");
+    let _http = reqwest::Client::builder().build().unwrap();
+    let again = GithubClient::new(DEFAULT_API_URL, Some(TOKEN.into()), limits().0).unwrap();
+    assert!(format!("{again:?}").contains("[set]"));
+}
+
+#[tokio::test]
+async fn bad_urls_are_setup_errors() {
+    for url in ["", "api.github.com", "ftp://x", "http://"] {
+        let err = GithubClient::new(url, None, limits().0).unwrap_err();
+        assert!(matches!(err, GithubError::Setup(_)), "{url}: {err:?}");
+    }
+}
+
+#[tokio::test]
+async fn tokens_are_trimmed_and_checked() {
+    let fake = Fake::start(vec![reply(200, r#"{"login":"octocat"}"#)]).await;
+    let padded = format!("  {TOKEN}\n");
+    let client = GithubClient::new(&fake.base, Some(padded), limits().0).unwrap();
+    client.current_user().await.unwrap();
+    assert_eq!(
+        fake.received()[0].headers["authorization"],
+        format!("Bearer {TOKEN}").as_str()
+    );
+    let err = GithubClient::new(&fake.base, Some("ab\ncd-secret".into()), limits().0).unwrap_err();
+    assert!(matches!(err, GithubError::Setup(_)), "{err:?}");
+    assert!(!err.to_string().contains("secret"), "{err}");
+    let anonymous = GithubClient::new(&fake.base, Some("  ".into()), limits().0).unwrap();
+    assert!(format!("{anonymous:?}").contains("token: None"));
+}
+
+#[test]
+fn building_outside_a_runtime_is_an_error_not_a_panic() {
+    let err = GithubClient::new(DEFAULT_API_URL, None, ClientLimits::default()).unwrap_err();
+    assert!(matches!(err, GithubError::Setup(_)));
+}

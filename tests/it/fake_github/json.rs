@@ -139,7 +139,17 @@ pub(super) fn pull(api: &str, r: &Repo, pr: &Pr) -> Value {
             "repo": repo(api, r),
         })
     };
-    json!({
+    let links = json!({
+        "self": {"href": url},
+        "html": {"href": html},
+        "issue": {"href": issue},
+        "comments": {"href": format!("{issue}/comments")},
+        "review_comments": {"href": format!("{url}/comments")},
+        "review_comment": {"href": format!("{api}/repos/{o}/{name}/pulls/comments{{/number}}")},
+        "commits": {"href": format!("{url}/commits")},
+        "statuses": {"href": statuses},
+    });
+    let mut v = json!({
         "url": url,
         "id": pr.id,
         "node_id": node_id("PullRequest", pr.id),
@@ -172,16 +182,9 @@ pub(super) fn pull(api: &str, r: &Repo, pr: &Pr) -> Value {
         "statuses_url": statuses,
         "head": side(&pr.spec.head_ref, head),
         "base": side(&pr.spec.base_ref, &pr.spec.base_sha),
-        "_links": {
-            "self": {"href": url},
-            "html": {"href": html},
-            "issue": {"href": issue},
-            "comments": {"href": format!("{issue}/comments")},
-            "review_comments": {"href": format!("{url}/comments")},
-            "review_comment": {"href": format!("{api}/repos/{o}/{name}/pulls/comments{{/number}}")},
-            "commits": {"href": format!("{url}/commits")},
-            "statuses": {"href": statuses},
-        },
+        "_links": links,
+    });
+    let tail = json!({
         "author_association": "CONTRIBUTOR",
         "auto_merge": null,
         "active_lock_reason": null,
@@ -197,7 +200,11 @@ pub(super) fn pull(api: &str, r: &Repo, pr: &Pr) -> Value {
         "additions": additions,
         "deletions": deletions,
         "changed_files": pr.files().len(),
-    })
+    });
+    for (k, val) in tail.as_object().expect("an object") {
+        v[k] = val.clone();
+    }
+    v
 }
 
 /// A `DiffEntry` of the files and compare endpoints; `patch` is left out when absent.
@@ -390,12 +397,28 @@ pub(super) fn compare(
         _ => (1, 1),
     };
     let full = format!("{}/{}", r.owner, r.name);
+    // A `commit` object as the compare endpoint nests it.
     let commit = |sha: &str| {
+        let url = format!("{api}/repos/{full}/commits/{sha}");
+        let git = json!({"name": "Octo Cat", "email": "octocat@github.com", "date": "2019-05-15T15:20:33Z"});
         json!({
             "sha": sha,
             "node_id": node_id("Commit", user_id(sha)),
-            "url": format!("{api}/repos/{full}/commits/{sha}"),
+            "url": url,
             "html_url": format!("https://github.com/{full}/commit/{sha}"),
+            "comments_url": format!("{url}/comments"),
+            "commit": {
+                "author": git,
+                "committer": git,
+                "message": "A commit",
+                "tree": {"sha": super::sha(&format!("tree:{sha}")), "url": format!("{api}/repos/{full}/git/trees/x")},
+                "url": format!("{api}/repos/{full}/git/commits/{sha}"),
+                "comment_count": 0,
+                "verification": {"verified": false, "reason": "unsigned", "signature": null, "payload": null},
+            },
+            "author": null,
+            "committer": null,
+            "parents": [],
         })
     };
     json!({

@@ -142,6 +142,19 @@ async fn files_paginate_with_absolute_link_headers() {
     assert_eq!(names.last().map(String::as_str), Some("f349.rs"));
     assert_eq!(fake.count("GET", "/repos/octo/hello/pulls/2/files"), 4);
 
+    // per_page is capped at 100.
+    let resp = get(
+        &fake,
+        Some(PAT),
+        "/repos/octo/hello/pulls/2/files?per_page=500&page=4",
+    )
+    .await;
+    let link = resp.headers()[LINK].to_str().unwrap().to_owned();
+    assert!(link.contains("page=3>; rel=\"prev\""), "{link}");
+    assert!(!link.contains("rel=\"next\""), "{link}");
+    let page: Vec<Value> = resp.json().await.unwrap();
+    assert_eq!(page.len(), 50);
+
     // Default page size is 30; a binary file has no `patch` key at all.
     let resp = get(&fake, Some(PAT), "/repos/octo/hello/pulls/1/files").await;
     assert!(resp.headers().get(LINK).is_none());
@@ -196,6 +209,32 @@ async fn diff_media_type_builds_a_git_diff_and_406s_over_300_files() {
             .as_str()
             .unwrap()
             .contains("maximum number of files (300)")
+    );
+
+    // One file, 20,001 diff lines: the line limit.
+    let huge = format!("@@ -0,0 +1,20000 @@\n{}", "+x\n".repeat(20_000));
+    fake.add_pr(
+        REPO,
+        PrSpec {
+            number: 4,
+            files: vec![FileSpec::added("big.txt", &huge)],
+            ..PrSpec::default()
+        },
+    );
+    let resp = client()
+        .get(format!("{}/repos/{REPO}/pulls/4", fake.url()))
+        .bearer_auth(PAT)
+        .header(ACCEPT, "application/vnd.github.diff")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 406);
+    let body: Value = resp.json().await.unwrap();
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("maximum number of lines (20000)")
     );
 }
 
@@ -426,10 +465,8 @@ async fn queued_faults_apply_in_order_then_clear() {
         1,
     );
     let first = get(&fake, Some(PAT), path).await;
-    assert_eq!(
-        (first.status().as_u16(), &first.headers()["retry-after"]),
-        (403, &"7")
-    );
+    assert_eq!(first.status(), 403);
+    assert_eq!(first.headers()["retry-after"], "7");
     let body: Value = first.json().await.unwrap();
     assert!(
         body["message"]
@@ -585,4 +622,55 @@ fn hunk_headers_default_counts_to_one() {
         super::world::timestamp(std::time::UNIX_EPOCH + Duration::from_secs(1_557_933_633)),
         "2019-05-15T15:20:33Z"
     );
+}
+
+/// Every JSON shape the fake answers deserializes with octocrab's models.
+#[tokio::test]
+async fn answers_deserialize_with_octocrab_models() {
+    use octocrab::models::pulls::{Comment, PullRequest, Review, ReviewComment};
+    use octocrab::models::repos::{Content, DiffEntry};
+    use octocrab::models::{Author, Label, commits::CommitComparison};
+
+    async fn decode<T: serde::de::DeserializeOwned>(fake: &FakeGithub, path: &str) -> T {
+        let value: Value = get(fake, Some(PAT), path).await.json().await.unwrap();
+        serde_json::from_value(value.clone()).unwrap_or_else(|e| panic!("{path}: {e}\n{value:#}"))
+    }
+
+    let fake = world();
+    fake.add_file_content(REPO, "main", "README.md", "hi")
+        .set_compare(
+            REPO,
+            "a",
+            "b",
+            "diverged",
+            vec![FileSpec::modified("x.rs", PATCH)],
+        )
+        .set_labels(REPO, 1, &["bug", "reviewbot:review"]);
+    let review = json!({"event": "COMMENT", "body": "Round 1",
+        "comments": [{"path": "src/lib.rs", "start_line": 1, "start_side": "RIGHT", "line": 3, "side": "RIGHT", "body": "x"}]});
+    assert_eq!(post_review(&fake, APP, &review).await.status(), 200);
+    let first = fake.review_comments(REPO, 1)[0]["id"].as_u64().unwrap();
+    fake.add_reply(REPO, 1, first, "bob", "no");
+    fake.add_review_by(
+        REPO,
+        1,
+        "mallory",
+        "<!-- reviewbot round=9 -->",
+        &sha("head"),
+    );
+
+    let pr: PullRequest = decode(&fake, "/repos/octo/hello/pulls/1").await;
+    assert_eq!((pr.number, pr.head.sha.as_str()), (1, sha("head").as_str()));
+    let reviews: Vec<Review> = decode(&fake, "/repos/octo/hello/pulls/1/reviews").await;
+    assert_eq!(reviews.len(), 3);
+    let comments: Vec<Comment> = decode(&fake, "/repos/octo/hello/pulls/1/comments").await;
+    assert_eq!(comments[1].in_reply_to_id.map(|id| id.0), Some(first));
+    let _: Vec<ReviewComment> = decode(&fake, "/repos/octo/hello/pulls/1/comments").await;
+    let files: Vec<DiffEntry> = decode(&fake, "/repos/octo/hello/pulls/1/files").await;
+    assert!(files[1].patch.is_none());
+    let labels: Vec<Label> = decode(&fake, "/repos/octo/hello/issues/1/labels").await;
+    assert_eq!(labels.len(), 2);
+    let _: Author = decode(&fake, "/user").await;
+    let _: Content = decode(&fake, "/repos/octo/hello/contents/README.md?ref=main").await;
+    let _: CommitComparison = decode(&fake, "/repos/octo/hello/compare/a...b").await;
 }

@@ -1,0 +1,618 @@
+//! `reviewbot review --pr` end to end: the real binary against the stateful fake GitHub.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::fake_github::{FakeGithub, Fault, FileSpec, PrSpec, Route, TokenKind, sha};
+
+const REPO: &str = "octo/app";
+const TOKEN: &str = "test-installation-token";
+
+/// A patch with a leftover `dbg!` (blocking? no: advisory) and a Python `breakpoint()`
+/// (blocking), so the builtin lens has findings on known lines.
+const LIB_PATCH: &str = "@@ -1,4 +1,6 @@\n fn main() {\n-    run();\n+    let total = run();\n+    dbg!(&total);\n+    report(total);\n }\n \n";
+const PY_PATCH: &str =
+    "@@ -10,3 +10,4 @@ def work():\n     x = load()\n+    breakpoint()\n     return x\n \n";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A world with one PR (#7) of two files, and an App-like token.
+fn world() -> FakeGithub {
+    let fake = FakeGithub::start();
+    fake.add_token(TOKEN, TokenKind::app());
+    fake.add_pr(
+        REPO,
+        PrSpec {
+            number: 7,
+            files: vec![
+                FileSpec::modified("src/main.rs", LIB_PATCH),
+                FileSpec::modified("app/work.py", PY_PATCH),
+            ],
+            ..PrSpec::default()
+        },
+    );
+    fake
+}
+
+struct Run {
+    dir: tempfile::TempDir,
+}
+
+impl Run {
+    fn new(config: &str) -> Run {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg =
+            format!("[github]\nmax_rate_limit_wait = \"10s\"\nrate_limit_floor = \"1s\"\n{config}");
+        std::fs::write(dir.path().join("reviewbot.toml"), cfg).unwrap();
+        Run { dir }
+    }
+
+    fn config(&self) -> String {
+        self.dir.path().join("reviewbot.toml").display().to_string()
+    }
+
+    /// Runs `reviewbot review --repo octo/app --pr 7 <args>` against `fake`.
+    fn review(&self, fake: &FakeGithub, token: Option<&str>, args: &[&str]) -> Output {
+        self.review_pr(fake, token, 7, args)
+    }
+
+    fn review_pr(&self, fake: &FakeGithub, token: Option<&str>, pr: u64, args: &[&str]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_reviewbot"));
+        cmd.args([
+            "review",
+            "--repo",
+            REPO,
+            "--pr",
+            &pr.to_string(),
+            "--config",
+            &self.config(),
+        ])
+        .args(args)
+        .current_dir(self.dir.path())
+        .env("GITHUB_API_URL", fake.url())
+        .env_remove("GITHUB_TOKEN")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_EVENT_PATH")
+        .env_remove("REVIEWBOT_CONFIG");
+        if let Some(t) = token {
+            cmd.env("GITHUB_TOKEN", t);
+        }
+        cmd.output().unwrap()
+    }
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&o.stdout),
+            stderr(o)
+        )
+    })
+}
+
+fn bodies(fake: &FakeGithub) -> Vec<String> {
+    fake.reviews(REPO, 7)
+        .iter()
+        .map(|r| r["body"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn lens(name: &str, script: &Path) -> String {
+    format!(
+        "[[lens]]\nname = \"{name}\"\nbackend = \"command\"\nbin = \"{}\"\n",
+        script.display()
+    )
+}
+
+/// A command lens that reports one finding off the diff (in a file the PR does not touch).
+fn off_diff_lens(dir: &Path) -> PathBuf {
+    let script = dir.join("off-diff.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ncat >/dev/null\necho '{\"findings\":[{\"path\":\"src/other.rs\",\"line\":40,\"severity\":\"advisory\",\"confidence\":\"medium\",\"title\":\"Callers of run() ignore its result\",\"body\":\"Check the other call sites too.\"}]}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    script
+}
+
+#[test]
+fn review_without_post_prints_and_posts_nothing() {
+    let fake = world();
+    let run = Run::new("");
+    let o = run.review(&fake, Some(TOKEN), &["--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc = json(&o);
+    assert_eq!(doc["round"], 1);
+    assert_eq!(doc["head"], sha("head"));
+    assert_eq!(doc["posted"], false);
+    assert_eq!(
+        doc["verdict"],
+        serde_json::json!({"blocking": 1, "advisory": 1})
+    );
+    assert!(fake.reviews(REPO, 7).is_empty());
+    assert_eq!(fake.count("POST", "/"), 0);
+    assert!(fake.unexpected().is_empty(), "{:?}", fake.unexpected());
+}
+
+#[test]
+fn post_round_one_with_comments_on_the_right_lines_then_nothing_on_the_same_head() {
+    let fake = world();
+    let run = Run::new("");
+    let o = run.review(&fake, Some(TOKEN), &["--post", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(json(&o)["posted"], true);
+    let reviews = fake.reviews(REPO, 7);
+    assert_eq!(reviews.len(), 1);
+    let r = &reviews[0];
+    assert_eq!(r["commit_id"], sha("head"));
+    assert_eq!(r["state"], "COMMENTED");
+    let body = r["body"].as_str().unwrap();
+    assert!(
+        body.starts_with(&format!(
+            "Round 1 — reviewed head {} — reviewers: builtin",
+            &sha("head")[..8]
+        )),
+        "{body}"
+    );
+    assert!(body.contains("Verdict: 1 blocking, 1 advisory."));
+    assert!(body.contains(&format!(
+        "<!-- reviewbot round=1 head={} verdict=1,1 findings=",
+        sha("head")
+    )));
+    let mut places: Vec<(String, u64, String)> = fake
+        .review_comments(REPO, 7)
+        .iter()
+        .map(|c| {
+            (
+                c["path"].as_str().unwrap().to_owned(),
+                c["line"].as_u64().unwrap(),
+                c["side"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    places.sort();
+    assert_eq!(
+        places,
+        vec![
+            ("app/work.py".into(), 11, "RIGHT".into()),
+            ("src/main.rs".into(), 3, "RIGHT".into())
+        ]
+    );
+    for c in fake.review_comments(REPO, 7) {
+        let b = c["body"].as_str().unwrap();
+        assert!(
+            b.starts_with("**Blocking.**") || b.starts_with("**Advisory.**"),
+            "{b}"
+        );
+        assert!(
+            b.contains(" confidence · builtin)") && b.contains("<!-- reviewbot finding="),
+            "{b}"
+        );
+    }
+    insta::assert_snapshot!("round_one_body", body);
+
+    // The same head again: nothing posted, and the exit status keeps the round's verdict.
+    let o = run.review(
+        &fake,
+        Some(TOKEN),
+        &["--post", "--fail-on", "blocking", "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let doc = json(&o);
+    assert_eq!(doc["skipped"], "already_reviewed");
+    assert_eq!(doc["posted"], false);
+    assert!(
+        stderr(&o).contains("already reviewed in round 1"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(fake.reviews(REPO, 7).len(), 1);
+}
+
+#[test]
+fn first_round_request_budget() {
+    // 6 + ceil(F/100) requests at most: PR, files, base config, reviews, identity, labels, POST.
+    let fake = world();
+    let run = Run::new("");
+    let o = run.review(&fake, Some(TOKEN), &["--post"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let n = fake.requests().len();
+    assert!(
+        n <= 7,
+        "{n} requests: {:#?}",
+        fake.requests()
+            .iter()
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn round_two_reviews_the_interdiff_and_does_not_repeat_unchanged_findings() {
+    let fake = world();
+    let run = Run::new("");
+    assert_eq!(
+        run.review(&fake, Some(TOKEN), &["--post"]).status.code(),
+        Some(0)
+    );
+
+    // A push: the Python file is unchanged, the Rust file gains another `dbg!` line.
+    let lib2 = "@@ -1,4 +1,7 @@\n fn main() {\n-    run();\n+    let total = run();\n+    dbg!(&total);\n+    report(total);\n+    dbg!(\"done\");\n }\n \n";
+    let head2 = sha("head2");
+    fake.set_head(
+        REPO,
+        7,
+        &head2,
+        vec![
+            FileSpec::modified("src/main.rs", lib2),
+            FileSpec::modified("app/work.py", PY_PATCH),
+        ],
+    );
+    fake.set_compare(
+        REPO,
+        &sha("head"),
+        &head2,
+        "ahead",
+        vec![FileSpec::modified(
+            "src/main.rs",
+            "@@ -3,3 +3,4 @@\n     dbg!(&total);\n     report(total);\n+    dbg!(\"done\");\n }\n",
+        )],
+    );
+    let o = run.review(&fake, Some(TOKEN), &["--post", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc = json(&o);
+    assert_eq!(doc["round"], 2);
+    // Only the new dbg! is posted; the breakpoint and the first dbg! are carried over.
+    let findings = doc["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert_eq!(findings[0]["line"], 5);
+    assert_eq!(doc["carried_over"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        doc["verdict"],
+        serde_json::json!({"blocking": 1, "advisory": 2})
+    );
+    let bodies = bodies(&fake);
+    assert_eq!(bodies.len(), 2);
+    assert!(bodies[1].starts_with(&format!("Round 2 — reviewed head {}", &head2[..8])));
+    assert!(
+        bodies[1].contains("Reviewed what changed since round 1"),
+        "{}",
+        bodies[1]
+    );
+    assert!(
+        bodies[1].contains("2 findings from earlier rounds still hold"),
+        "{}",
+        bodies[1]
+    );
+    assert!(bodies[1].contains("Verdict: 1 blocking, 2 advisory."));
+    let new_comments: Vec<Value> = fake
+        .review_comments(REPO, 7)
+        .into_iter()
+        .filter(|c| c["commit_id"] == head2.as_str())
+        .collect();
+    assert_eq!(new_comments.len(), 1);
+    assert_eq!(new_comments[0]["line"], 5);
+    assert_eq!(fake.count("GET", &format!("/repos/{REPO}/compare/")), 1);
+}
+
+#[test]
+fn a_force_push_reviews_everything_again_without_repeating() {
+    let fake = world();
+    let run = Run::new("");
+    assert_eq!(
+        run.review(&fake, Some(TOKEN), &["--post"]).status.code(),
+        Some(0)
+    );
+    let head2 = sha("rewritten");
+    fake.set_head(
+        REPO,
+        7,
+        &head2,
+        vec![
+            FileSpec::modified("src/main.rs", LIB_PATCH),
+            FileSpec::modified("app/work.py", PY_PATCH),
+        ],
+    );
+    fake.set_compare(REPO, &sha("head"), &head2, "diverged", vec![]);
+    let o = run.review(&fake, Some(TOKEN), &["--post", "--format", "json"]);
+    let doc = json(&o);
+    assert_eq!(doc["round"], 2);
+    assert!(doc["findings"].as_array().unwrap().is_empty());
+    assert_eq!(doc["carried_over"].as_array().unwrap().len(), 2);
+    assert!(bodies(&fake)[1].contains("Reviewed the whole change again: the branch was rewritten"));
+}
+
+#[test]
+fn a_disputed_finding_is_not_raised_again() {
+    let fake = world();
+    let run = Run::new("");
+    assert_eq!(
+        run.review(&fake, Some(TOKEN), &["--post"]).status.code(),
+        Some(0)
+    );
+    let comments = fake.review_comments(REPO, 7);
+    let bp = comments
+        .iter()
+        .find(|c| c["path"] == "app/work.py")
+        .unwrap();
+    fake.add_reply(
+        REPO,
+        7,
+        bp["id"].as_u64().unwrap(),
+        "alice",
+        "This is a dev-only script; the breakpoint is intended.",
+    );
+    // An explicit request for a new round on the same head.
+    let o = run.review(
+        &fake,
+        Some(TOKEN),
+        &["--post", "--again", "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc = json(&o);
+    assert_eq!(doc["round"], 2);
+    assert!(doc["findings"].as_array().unwrap().is_empty());
+    // The dbg! still holds; the disputed breakpoint is not counted.
+    assert_eq!(
+        doc["verdict"],
+        serde_json::json!({"blocking": 0, "advisory": 1})
+    );
+    assert_eq!(
+        fake.review_comments(REPO, 7).len(),
+        3,
+        "two from round 1 and alice's reply"
+    );
+}
+
+#[test]
+fn the_opt_out_label_means_no_review() {
+    let fake = world();
+    fake.set_labels(REPO, 7, &["reviewbot:no-review"]);
+    let run = Run::new("");
+    let o = run.review(&fake, Some(TOKEN), &["--post", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(json(&o)["skipped"], "opt_out");
+    assert!(stderr(&o).contains("reviewbot:no-review"));
+    assert!(fake.reviews(REPO, 7).is_empty());
+    // The repository's own config (base branch) can rename the label.
+    let fake = world();
+    fake.set_labels(REPO, 7, &["no-bots"]);
+    fake.add_file_content(
+        REPO,
+        "main",
+        ".github/reviewbot.toml",
+        "[review]\nopt_out_label = \"no-bots\"\n",
+    );
+    let o = run.review(&fake, Some(TOKEN), &["--post", "--format", "json"]);
+    assert_eq!(json(&o)["skipped"], "opt_out");
+}
+
+#[test]
+fn drafts_and_closed_prs_are_skipped() {
+    let fake = world();
+    fake.set_draft(REPO, 7, true);
+    let run = Run::new("");
+    let o = run.review(&fake, Some(TOKEN), &["--post", "--format", "json"]);
+    assert_eq!(json(&o)["skipped"], "draft");
+    assert!(fake.reviews(REPO, 7).is_empty());
+}
+
+#[test]
+fn server_errors_are_retried_and_an_uncertain_post_is_not_repeated() {
+    let fake = world();
+    fake.fail_next(
+        Route::exact("GET", &format!("/repos/{REPO}/pulls/7")),
+        Fault::status(502),
+        2,
+    );
+    fake.fail_next(
+        Route::exact("POST", &format!("/repos/{REPO}/pulls/7/reviews")),
+        Fault::ApplyThenFail(502),
+        1,
+    );
+    let run = Run::new("");
+    let o = run.review(&fake, Some(TOKEN), &["--post", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(json(&o)["posted"], true);
+    assert_eq!(fake.reviews(REPO, 7).len(), 1, "exactly one review");
+    assert_eq!(fake.count("POST", "/"), 1);
+}
+
+#[test]
+fn a_422_posts_the_round_with_every_finding_in_the_body() {
+    let fake = world();
+    fake.fail_next(
+        Route::exact("POST", &format!("/repos/{REPO}/pulls/7/reviews")),
+        Fault::Status(422, Some(serde_json::json!({"message": "Unprocessable Entity", "errors": ["Line could not be resolved"], "status": "422"}))),
+        1,
+    );
+    let run = Run::new("");
+    let o = run.review(&fake, Some(TOKEN), &["--post"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("Line could not be resolved"));
+    let bodies = bodies(&fake);
+    assert_eq!(bodies.len(), 1);
+    assert!(fake.review_comments(REPO, 7).is_empty());
+    assert!(
+        bodies[0].contains("Leftover breakpoint() call") && bodies[0].contains("`app/work.py:11`"),
+        "{}",
+        bodies[0]
+    );
+    assert!(bodies[0].contains("Leftover dbg! macro"));
+}
+
+#[test]
+fn an_off_diff_finding_lands_in_the_body() {
+    let fake = world();
+    let dir = tempfile::tempdir().unwrap();
+    let run = Run::new(
+        &(lens("wide", &off_diff_lens(dir.path()))
+            + "[review]\nlenses = [\"builtin\", \"wide\"]\n"),
+    );
+    let o = run.review(&fake, Some(TOKEN), &["--post"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let body = &bodies(&fake)[0];
+    assert!(body.contains("Not on a changed line:\n- **Advisory.** Callers of run() ignore its result (`src/other.rs:40`; medium confidence)"), "{body}");
+    assert!(body.contains("reviewers: builtin, wide"));
+    assert_eq!(fake.review_comments(REPO, 7).len(), 2);
+}
+
+#[test]
+fn a_350_file_pr_is_read_through_pagination() {
+    let fake = FakeGithub::start();
+    fake.add_token(TOKEN, TokenKind::app());
+    let files: Vec<FileSpec> = (0..350)
+        .map(|i| {
+            FileSpec::modified(
+                &format!("src/m{i:03}.rs"),
+                "@@ -1,2 +1,3 @@\n fn f() {\n+    let v = 1;\n }\n",
+            )
+        })
+        .chain(std::iter::once(FileSpec::modified(
+            "src/z.rs",
+            "@@ -1,2 +1,3 @@\n fn g() {\n+    dbg!(1);\n }\n",
+        )))
+        .collect();
+    fake.add_pr(
+        REPO,
+        PrSpec {
+            number: 7,
+            files,
+            ..PrSpec::default()
+        },
+    );
+    let run = Run::new("[review]\nmax_files = 3000\n");
+    let o = run.review(&fake, Some(TOKEN), &["--post", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc = json(&o);
+    assert_eq!(doc["findings"][0]["path"], "src/z.rs");
+    assert_eq!(
+        fake.count("GET", &format!("/repos/{REPO}/pulls/7/files")),
+        4
+    );
+    // 6 + ceil(351/100) = 10 at most.
+    assert!(fake.requests().len() <= 10, "{}", fake.requests().len());
+}
+
+#[test]
+fn without_a_token_or_with_a_read_only_one_the_review_is_printed_and_explained() {
+    let fake = world();
+    fake.add_token("read-only", TokenKind::ReadOnly);
+    let run = Run::new("");
+    let o = run.review(
+        &fake,
+        Some("read-only"),
+        &["--post", "--format", "markdown"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Round 1 — reviewed head"));
+    assert!(
+        stderr(&o).contains("not posted") && stderr(&o).contains("pull-requests: write"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(fake.reviews(REPO, 7).is_empty());
+}
+
+#[test]
+fn permission_errors_name_the_permission_and_exit_3() {
+    let fake = world();
+    let run = Run::new("");
+    let o = run.review(&fake, Some("wrong-token"), &[]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("401") && stderr(&o).contains("GITHUB_TOKEN"),
+        "{}",
+        stderr(&o)
+    );
+    let o = Run::new("").review_pr(&fake, Some(TOKEN), 99, &[]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("404") && stderr(&o).contains("pull-requests: read"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn per_lens_mode_posts_one_review_per_reviewer() {
+    let fake = world();
+    let dir = tempfile::tempdir().unwrap();
+    let run = Run::new(
+        &(lens("wide", &off_diff_lens(dir.path()))
+            + "[review]\npost = \"per-lens\"\nlenses = [\"builtin\", \"wide\"]\n"),
+    );
+    let o = run.review(&fake, Some(TOKEN), &["--post"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let bodies = bodies(&fake);
+    assert_eq!(bodies.len(), 2);
+    assert!(bodies.iter().any(|b| b.starts_with(&format!(
+        "Round 1 — reviewed head {} — reviewer builtin",
+        &sha("head")[..8]
+    ))));
+    assert!(
+        bodies
+            .iter()
+            .any(|b| b.contains("— reviewer wide") && b.contains("lens=wide -->"))
+    );
+    // Idempotent per lens.
+    let o = run.review(&fake, Some(TOKEN), &["--post"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(fake.reviews(REPO, 7).len(), 2);
+}
+
+#[test]
+fn a_forged_marker_from_a_human_is_ignored() {
+    let fake = world();
+    // A human pastes a round marker for this very head: it must not stop the real round.
+    fake.add_review_by(
+        REPO,
+        7,
+        "mallory",
+        &format!(
+            "lgtm <!-- reviewbot round=5 head={} verdict=0,0 findings= -->",
+            sha("head")
+        ),
+        &sha("head"),
+    );
+    let run = Run::new("");
+    let o = run.review(&fake, Some(TOKEN), &["--post", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(json(&o)["round"], 1);
+    assert_eq!(fake.reviews(REPO, 7).len(), 2);
+}
+
+#[test]
+fn the_action_event_names_the_pr() {
+    let fake = world();
+    let run = Run::new("");
+    let event = run.dir.path().join("event.json");
+    let mut payload: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("fixtures/github/pull_request.opened.json")).unwrap(),
+    )
+    .unwrap();
+    payload["pull_request"]["number"] = 7.into();
+    payload["number"] = 7.into();
+    std::fs::write(&event, payload.to_string()).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_reviewbot"))
+        .args(["review", "--config", &run.config(), "--format", "json"])
+        .current_dir(run.dir.path())
+        .env("GITHUB_API_URL", fake.url())
+        .env("GITHUB_TOKEN", TOKEN)
+        .env("GITHUB_REPOSITORY", REPO)
+        .env("GITHUB_EVENT_PATH", &event)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(json(&o)["round"], 1);
+}
