@@ -186,3 +186,98 @@ fn hex16(digest: &[u8]) -> String {
             s
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIFF: &str = "\
+diff --git a/src/db.rs b/src/db.rs
+--- a/src/db.rs
++++ b/src/db.rs
+@@ -1,5 +1,6 @@
+ fn find(pool: &Pool, name: &str) {
+-    pool.query(\"SELECT * FROM u WHERE n = $1\", &[&name]);
++    let sql = format!(\"SELECT * FROM u WHERE n = '{name}'\");
++    pool.query(&sql, &[]);
+ }
+ 
+ fn other() {}
+@@ -20,2 +21,2 @@ fn tail() {
+ a
+-b
++c
+";
+
+    fn raw(path: &str, line: u32, start: Option<u32>, title: &str, body: &str) -> RawFinding {
+        RawFinding {
+            path: path.into(),
+            line,
+            start_line: start,
+            side: Side::Right,
+            severity: Severity::Blocking,
+            confidence: Confidence::High,
+            title: title.into(),
+            body: body.into(),
+        }
+    }
+
+    fn locate(r: RawFinding) -> Finding {
+        Finding::locate(r, &LensName::new("claude"), &Diff::parse(DIFF).unwrap())
+    }
+
+    #[test]
+    fn a_reworded_finding_on_the_same_lines_keeps_its_fingerprint() {
+        let a = locate(raw("src/db.rs", 3, Some(2), "SQL injection", "Bind the name."));
+        let b = locate(raw(
+            "src/db.rs",
+            3,
+            Some(2),
+            "User input concatenated into a query",
+            "Untrusted `name` reaches the database; use a parameter.",
+        ));
+        assert_eq!(a.fingerprint, b.fingerprint);
+        assert_eq!(a.fingerprint.len(), 16);
+        // Other lines, or the same lines in another file, are another finding.
+        assert_ne!(a.fingerprint, locate(raw("src/db.rs", 3, None, "SQL injection", "x")).fingerprint);
+    }
+
+    #[test]
+    fn the_fingerprint_ignores_whitespace_and_follows_moved_lines() {
+        let a = locate(raw("src/db.rs", 3, None, "t", "b"));
+        let spaced = DIFF.replace("    pool.query(&sql, &[]);", "\tpool.query(&sql,   &[]);   ");
+        let b = Finding::locate(raw("src/db.rs", 3, None, "t", "b"), &LensName::new("x"), &Diff::parse(spaced).unwrap());
+        assert_eq!(a.fingerprint, b.fingerprint);
+        // The same line two lines further down (an edit above it) keeps its fingerprint.
+        let moved = DIFF
+            .replace("@@ -1,5 +1,6 @@", "@@ -1,5 +1,8 @@")
+            .replace(" fn find(pool: &Pool, name: &str) {\n", " fn find(pool: &Pool, name: &str) {\n+    // one\n+    // two\n")
+            .replace("@@ -20,2 +21,2 @@", "@@ -20,2 +23,2 @@");
+        let c = Finding::locate(raw("src/db.rs", 5, None, "t", "b"), &LensName::new("x"), &Diff::parse(moved).unwrap());
+        assert_eq!(a.fingerprint, c.fingerprint);
+    }
+
+    #[test]
+    fn anchors_are_checked_against_the_hunks() {
+        let f = locate(raw("b/src/db.rs", 3, Some(2), "t", "b"));
+        assert_eq!((f.path.as_str(), f.in_diff, f.start_line, f.line), ("src/db.rs", true, Some(2), 3));
+        // Off every hunk: kept, marked off-diff.
+        let f = locate(raw("src/db.rs", 12, None, "t", "b"));
+        assert!(!f.in_diff);
+        assert_eq!(f.line, 12);
+        let f = locate(raw("src/unknown.rs", 1, None, "t", "b"));
+        assert!(!f.in_diff);
+        // A range reaching outside the hunk of its last line is clamped to that hunk.
+        let f = locate(raw("src/db.rs", 22, Some(3), "t", "b"));
+        assert_eq!((f.in_diff, f.start_line, f.line), (true, Some(21), 22));
+        // A reversed range is put in order; a one-line range is a single line.
+        let f = locate(raw("src/db.rs", 2, Some(3), "t", "b"));
+        assert_eq!((f.start_line, f.line), (Some(2), 3));
+        let f = locate(raw("src/db.rs", 3, Some(3), "t", "b"));
+        assert_eq!(f.start_line, None);
+        // A removed line on the old side.
+        let mut r = raw("src/db.rs", 2, None, "t", "b");
+        r.side = Side::Left;
+        assert!(locate(r).in_diff);
+    }
+}

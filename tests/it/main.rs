@@ -3,3 +3,4 @@
 mod cli;
 mod fake_github;
 mod pr;
+mod backends;
