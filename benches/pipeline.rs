@@ -1,13 +1,26 @@
 //! Pipeline benchmarks (`cargo bench --bench pipeline`).
 //!
-//! Diff parsing needs its input built first: `scripts/bench-input.sh` (a `git diff -M` between
-//! two Django releases, ~4.6 MB). Without it the diff benches print how to build it and skip.
+//! Diff parsing and planning need their input built first: `scripts/bench-input.sh` (a
+//! `git diff -M` between two Django releases, ~4.6 MB). Without it those benches print how to
+//! build it and skip.
+//!
+//! - `diff/*`: parsing.
+//! - `plan/django`: every prompt for the whole diff (tokenizer warmed first; its one-time load
+//!   is measured in fresh processes and printed to stderr).
+//! - `panel/N`: a panel of N instant `command` lenses plus one that sleeps 200 ms; the time
+//!   reported is the panel's wall time minus the slowest lens's own `latency_ms`.
 
+use std::cell::RefCell;
 use std::hint::black_box;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_group};
 use reviewbot::diff::Diff;
+use reviewbot::lens::{BackendKind, LensRequest, LensSpec};
+use reviewbot::plan::{self, PlanOptions};
+use reviewbot::review::panel::{NoProgress, Panel, PanelInput};
 
 /// Where the diff-parsing input lives: `$REVIEWBOT_BENCH_DIFF`, else `target/bench/django.diff`.
 fn bench_diff_path() -> PathBuf {
@@ -77,5 +90,196 @@ fn diff_benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, diff_benches);
-criterion_main!(benches);
+/// Set in a child of the bench binary: load the tokenizer, print the nanoseconds, exit.
+const WARM_ONLY: &str = "REVIEWBOT_BENCH_WARM_ONLY";
+
+/// The tokenizer's one-time load, measured in `runs` fresh processes (this binary re-run with
+/// [`WARM_ONLY`]): sorted nanoseconds, empty if the children could not run.
+fn fresh_process_warm(runs: usize) -> Vec<u128> {
+    let Ok(exe) = std::env::current_exe() else {
+        return Vec::new();
+    };
+    let mut out: Vec<u128> = (0..runs)
+        .filter_map(|_| {
+            let o = std::process::Command::new(&exe)
+                .env(WARM_ONLY, "1")
+                .output()
+                .ok()?;
+            String::from_utf8(o.stdout).ok()?.trim().parse().ok()
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+fn plan_benches(c: &mut Criterion) {
+    let path = bench_diff_path();
+    let Some(diff) = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| Diff::parse(t).ok())
+    else {
+        eprintln!(
+            "plan benches skipped: cannot read or parse {}; build it with scripts/bench-input.sh",
+            path.display()
+        );
+        return;
+    };
+    // The one-time load, in fresh processes (in this one the tokenizer may already be loaded).
+    let loads = fresh_process_warm(5);
+    if let Some(median) = loads.get(loads.len() / 2) {
+        eprintln!(
+            "tokenizer one-time load (warm_tokenizer() in {} fresh processes): median {:.1} ms, \
+             min {:.1} ms, max {:.1} ms",
+            loads.len(),
+            *median as f64 / 1e6,
+            loads[0] as f64 / 1e6,
+            loads[loads.len() - 1] as f64 / 1e6
+        );
+    }
+    let here = plan::warm_tokenizer();
+    eprintln!(
+        "tokenizer load in this process: {:.1} ms",
+        here.as_secs_f64() * 1e3
+    );
+    let opts = PlanOptions {
+        token_budget: 120_000,
+        path_rules: &[],
+    };
+    let p = plan::plan(&diff, None, &opts);
+    eprintln!(
+        "plan of {}: {} calls, {} tokens, {} prompt bytes, {} files over budget",
+        path.display(),
+        p.chunks.len(),
+        p.chunks.iter().map(|c| c.tokens).sum::<usize>(),
+        p.chunks.iter().map(|c| c.prompt.len()).sum::<usize>(),
+        p.over_budget.len()
+    );
+
+    let mut g = c.benchmark_group("plan");
+    g.throughput(Throughput::Bytes(diff.text().len() as u64));
+    g.sample_size(20);
+    g.bench_function("django", |b| {
+        b.iter(|| plan::plan(black_box(&diff), None, &opts))
+    });
+    g.finish();
+}
+
+/// A one-file diff: the panel bench measures the panel, not the request's size.
+const SMALL_DIFF: &str = "\
+diff --git a/src/lib.rs b/src/lib.rs
+--- a/src/lib.rs
++++ b/src/lib.rs
+@@ -1,2 +1,3 @@
+ fn main() {
++    println!(\"hello\");
+ }
+";
+
+fn write_script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write lens script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+        .expect("chmod lens script");
+    path
+}
+
+fn command_lens(name: &str, bin: &Path) -> LensSpec {
+    let mut spec = LensSpec::new(name, BackendKind::Command);
+    spec.bin = Some(bin.display().to_string());
+    spec.timeout = Duration::from_secs(30);
+    spec
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn panel_benches(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fast = write_script(
+        dir.path(),
+        "instant.sh",
+        "cat >/dev/null; echo '{\"findings\":[]}'",
+    );
+    let slow = write_script(
+        dir.path(),
+        "slow.sh",
+        "cat >/dev/null; sleep 0.2; echo '{\"findings\":[]}'",
+    );
+    let diff = Arc::new(Diff::parse(SMALL_DIFF).expect("small diff parses"));
+    let input = Arc::new(PanelInput::single(LensRequest {
+        prompt: plan::build_prompt(&diff, None),
+        diff: Arc::clone(&diff),
+        pr: None,
+    }));
+    let panel = Panel::from_env(2, false);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+
+    let mut g = c.benchmark_group("panel");
+    g.sample_size(10);
+    g.sampling_mode(SamplingMode::Flat);
+    g.measurement_time(Duration::from_secs(4));
+    for n in [1usize, 4, 8] {
+        let mut lenses: Vec<LensSpec> = (0..n)
+            .map(|i| command_lens(&format!("instant-{i}"), &fast))
+            .collect();
+        lenses.push(command_lens("sleeps-200ms", &slow));
+        // (wall, slowest latency_ms) of every timed run, for the breakdown printed below.
+        let seen: RefCell<Vec<(f64, f64)>> = RefCell::new(Vec::new());
+        g.bench_function(format!("{n}_instant_plus_200ms"), |b| {
+            b.iter_custom(|iters| {
+                let mut overhead = Duration::ZERO;
+                for _ in 0..iters {
+                    let t = Instant::now();
+                    let runs = rt.block_on(panel.run(&lenses, Arc::clone(&input), &NoProgress));
+                    let wall = t.elapsed();
+                    if let Some(failed) = runs.iter().find(|r| r.response.is_none()) {
+                        panic!("lens failed: {:?}", failed.provenance.error);
+                    }
+                    let slowest = runs
+                        .iter()
+                        .map(|r| r.provenance.latency_ms)
+                        .max()
+                        .unwrap_or(0);
+                    let slowest = Duration::from_millis(slowest);
+                    seen.borrow_mut()
+                        .push((wall.as_secs_f64() * 1e3, slowest.as_secs_f64() * 1e3));
+                    overhead += wall.saturating_sub(slowest);
+                }
+                overhead
+            })
+        });
+        let seen = seen.into_inner();
+        if !seen.is_empty() {
+            let mut walls: Vec<f64> = seen.iter().map(|s| s.0).collect();
+            let mut slowest: Vec<f64> = seen.iter().map(|s| s.1).collect();
+            let mut over: Vec<f64> = seen.iter().map(|s| s.0 - s.1).collect();
+            let max_over = over.iter().copied().fold(0.0, f64::max);
+            eprintln!(
+                "panel/{n}_instant_plus_200ms over {} runs: median wall {:.1} ms, median slowest \
+                 latency_ms {:.0} ms, median overhead {:.1} ms (max {max_over:.1} ms)",
+                seen.len(),
+                median(&mut walls),
+                median(&mut slowest),
+                median(&mut over)
+            );
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, diff_benches, plan_benches, panel_benches);
+
+fn main() {
+    if std::env::var_os(WARM_ONLY).is_some() {
+        println!("{}", plan::warm_tokenizer().as_nanos());
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -471,6 +471,11 @@ diff --git a/src/lib.rs b/src/lib.rs
     pub(crate) fn real_cli(name: &str, test: &str) -> Option<PathBuf> {
         use std::io::Write;
         let Some(dir) = std::env::var_os("REVIEWBOT_REAL_CLI_DIR").filter(|d| !d.is_empty()) else {
+            // CI installs the real CLIs (.ci/run): there, a missing install is a failure.
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{test}: CI must set REVIEWBOT_REAL_CLI_DIR (see .ci/run)"
+            );
             let _ = writeln!(
                 std::io::stderr(),
                 "SKIPPED {test}: set REVIEWBOT_REAL_CLI_DIR to an `npm install --prefix` folder \
