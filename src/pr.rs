@@ -160,11 +160,14 @@ pub async fn review_pr(
         })
         .collect();
 
+    // The trigger label asks for a round now, even on a head already reviewed.
+    let triggered = pr.labels.iter().any(|l| l == &outcome.review.trigger_label);
+    let force = req.force || triggered;
     // Which groups still need a round on this head.
     let mut todo = Vec::new();
     for (lens, history) in groups.iter().zip(&histories) {
         match history.reviewed(&head) {
-            Some(done) if !req.force => {
+            Some(done) if !force => {
                 let mut report = skipped("already_reviewed", &head);
                 report.round = Some(done.round);
                 report.held_verdict = Some(done.verdict);
@@ -290,6 +293,18 @@ pub async fn review_pr(
             );
         }
         outcome.reports.push(report);
+    }
+    // The request is answered: take the trigger label off, so the next push is a normal round.
+    if triggered && outcome.reports.iter().any(|r| r.posted) {
+        if let Err(e) = client
+            .remove_label(&req.repo, req.number, &outcome.review.trigger_label)
+            .await
+        {
+            outcome.notices.push(format!(
+                "warning: could not remove the `{}` label: {e}",
+                outcome.review.trigger_label
+            ));
+        }
     }
     Ok(outcome)
 }

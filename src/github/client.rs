@@ -585,6 +585,38 @@ impl GithubClient {
         })
     }
 
+    /// `DELETE /repos/{o}/{r}/issues/{n}/labels/{name}`: takes the trigger label off once its
+    /// round is done. A label already gone (404) is fine.
+    pub async fn remove_label(
+        &self,
+        repo: &RepoName,
+        n: PrNumber,
+        label: &str,
+    ) -> Result<(), GithubError> {
+        let ctx = Ctx {
+            what: format!("removing the label `{label}` from {repo}{n}"),
+            permission: PR_WRITE,
+        };
+        let call = Call {
+            method: Method::DELETE,
+            uri: format!(
+                "{}/issues/{}/labels/{}",
+                repo_path(repo),
+                n.0,
+                utf8_percent_encode(label, PATH)
+            ),
+            accept: ACCEPT_JSON,
+            body: None,
+            ctx: &ctx,
+        };
+        let raw = self.request(&call).await?;
+        if raw.status.is_success() || raw.status == StatusCode::NOT_FOUND {
+            Ok(())
+        } else {
+            Err(self.error(&raw, &ctx))
+        }
+    }
+
     /// `POST /repos/{o}/{r}/pulls/{n}/reviews` with our own request body.
     ///
     /// One attempt (a rate-limit refusal is waited out and sent again, since GitHub did not

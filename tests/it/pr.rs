@@ -616,3 +616,29 @@ fn the_action_event_names_the_pr() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(json(&o)["round"], 1);
 }
+
+#[test]
+fn the_trigger_label_asks_for_a_new_round_and_is_removed() {
+    let fake = world();
+    let run = Run::new("");
+    assert_eq!(
+        run.review(&fake, Some(TOKEN), &["--post"]).status.code(),
+        Some(0)
+    );
+    fake.set_labels(REPO, 7, &["bug", "reviewbot:review"]);
+    let o = run.review(&fake, Some(TOKEN), &["--post", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc = json(&o);
+    assert_eq!(doc["round"], 2);
+    assert_eq!(doc["posted"], true);
+    // Nothing new on the same head: a short round that says what still holds.
+    assert!(
+        bodies(&fake)[1].contains("No new findings.")
+            && bodies(&fake)[1].contains("2 findings from earlier rounds still hold")
+    );
+    assert_eq!(fake.labels(REPO, 7), vec!["bug".to_owned()]);
+    // With the label gone, the same head is not reviewed again.
+    let o = run.review(&fake, Some(TOKEN), &["--post", "--format", "json"]);
+    assert_eq!(json(&o)["skipped"], "already_reviewed");
+    assert_eq!(fake.reviews(REPO, 7).len(), 2);
+}
