@@ -228,7 +228,13 @@ diff --git a/src/db.rs b/src/db.rs
 
     #[test]
     fn a_reworded_finding_on_the_same_lines_keeps_its_fingerprint() {
-        let a = locate(raw("src/db.rs", 3, Some(2), "SQL injection", "Bind the name."));
+        let a = locate(raw(
+            "src/db.rs",
+            3,
+            Some(2),
+            "SQL injection",
+            "Bind the name.",
+        ));
         let b = locate(raw(
             "src/db.rs",
             3,
@@ -239,28 +245,48 @@ diff --git a/src/db.rs b/src/db.rs
         assert_eq!(a.fingerprint, b.fingerprint);
         assert_eq!(a.fingerprint.len(), 16);
         // Other lines, or the same lines in another file, are another finding.
-        assert_ne!(a.fingerprint, locate(raw("src/db.rs", 3, None, "SQL injection", "x")).fingerprint);
+        assert_ne!(
+            a.fingerprint,
+            locate(raw("src/db.rs", 3, None, "SQL injection", "x")).fingerprint
+        );
     }
 
     #[test]
     fn the_fingerprint_ignores_whitespace_and_follows_moved_lines() {
         let a = locate(raw("src/db.rs", 3, None, "t", "b"));
-        let spaced = DIFF.replace("    pool.query(&sql, &[]);", "\tpool.query(&sql,   &[]);   ");
-        let b = Finding::locate(raw("src/db.rs", 3, None, "t", "b"), &LensName::new("x"), &Diff::parse(spaced).unwrap());
+        let spaced = DIFF.replace(
+            "    pool.query(&sql, &[]);",
+            "\tpool.query(&sql,   &[]);   ",
+        );
+        let b = Finding::locate(
+            raw("src/db.rs", 3, None, "t", "b"),
+            &LensName::new("x"),
+            &Diff::parse(spaced).unwrap(),
+        );
         assert_eq!(a.fingerprint, b.fingerprint);
         // The same line two lines further down (an edit above it) keeps its fingerprint.
         let moved = DIFF
             .replace("@@ -1,5 +1,6 @@", "@@ -1,5 +1,8 @@")
-            .replace(" fn find(pool: &Pool, name: &str) {\n", " fn find(pool: &Pool, name: &str) {\n+    // one\n+    // two\n")
+            .replace(
+                " fn find(pool: &Pool, name: &str) {\n",
+                " fn find(pool: &Pool, name: &str) {\n+    // one\n+    // two\n",
+            )
             .replace("@@ -20,2 +21,2 @@", "@@ -20,2 +23,2 @@");
-        let c = Finding::locate(raw("src/db.rs", 5, None, "t", "b"), &LensName::new("x"), &Diff::parse(moved).unwrap());
+        let c = Finding::locate(
+            raw("src/db.rs", 5, None, "t", "b"),
+            &LensName::new("x"),
+            &Diff::parse(moved).unwrap(),
+        );
         assert_eq!(a.fingerprint, c.fingerprint);
     }
 
     #[test]
     fn anchors_are_checked_against_the_hunks() {
         let f = locate(raw("b/src/db.rs", 3, Some(2), "t", "b"));
-        assert_eq!((f.path.as_str(), f.in_diff, f.start_line, f.line), ("src/db.rs", true, Some(2), 3));
+        assert_eq!(
+            (f.path.as_str(), f.in_diff, f.start_line, f.line),
+            ("src/db.rs", true, Some(2), 3)
+        );
         // Off every hunk: kept, marked off-diff.
         let f = locate(raw("src/db.rs", 12, None, "t", "b"));
         assert!(!f.in_diff);

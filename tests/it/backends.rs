@@ -20,7 +20,9 @@ diff --git a/src/lib.rs b/src/lib.rs
 /// A fake CLI symlinked into its own directory, with its `mode` file beside it.
 fn fake(cli: &str, mode: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let fixture: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests/fixtures/fake-cli", cli].iter().collect();
+    let fixture: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests/fixtures/fake-cli", cli]
+        .iter()
+        .collect();
     let bin = dir.path().join(cli);
     std::os::unix::fs::symlink(&fixture, &bin).unwrap();
     std::fs::write(dir.path().join("mode"), mode).unwrap();
@@ -50,7 +52,15 @@ fn claude_and_codex_lenses_run_and_merge_with_their_provenance() {
     let diff = work.path().join("change.diff");
     std::fs::write(&diff, DIFF).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_reviewbot"))
-        .args(["review", "--diff", &diff.display().to_string(), "--config", &config.display().to_string(), "--format", "json"])
+        .args([
+            "review",
+            "--diff",
+            &diff.display().to_string(),
+            "--config",
+            &config.display().to_string(),
+            "--format",
+            "json",
+        ])
         .current_dir(work.path())
         .env("GITHUB_TOKEN", "ghs_should_never_reach_a_lens")
         .env("ANTHROPIC_API_KEY", "sk-ant-should-never-reach-claude")
@@ -60,12 +70,20 @@ fn claude_and_codex_lenses_run_and_merge_with_their_provenance() {
         .env_remove("REVIEWBOT_CONFIG")
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
 
     let findings = doc["findings"].as_array().unwrap();
     assert_eq!(findings.len(), 1, "{findings:#?}");
-    assert_eq!(findings[0]["lenses"], serde_json::json!(["claude", "terra"]));
+    assert_eq!(
+        findings[0]["lenses"],
+        serde_json::json!(["claude", "terra"])
+    );
     assert_eq!(findings[0]["line"], 2);
     assert_eq!(findings[0]["confidence"], "high");
 
@@ -79,9 +97,15 @@ fn claude_and_codex_lenses_run_and_merge_with_their_provenance() {
     assert!(claude_p["usage"]["output_tokens"].as_u64().unwrap() > 0);
     assert!(claude_p["cost_usd"].as_f64().unwrap() > 0.0);
     let terra = &lenses[1];
-    assert_eq!((terra["lens"].as_str(), terra["actual_backend"].as_str()), (Some("terra"), Some("codex-cli")));
+    assert_eq!(
+        (terra["lens"].as_str(), terra["actual_backend"].as_str()),
+        (Some("terra"), Some("codex-cli"))
+    );
     assert_eq!(terra["model"], "gpt-5.6-terra");
-    assert_eq!(terra["usage"], serde_json::json!({"input_tokens": 24763, "output_tokens": 122}));
+    assert_eq!(
+        terra["usage"],
+        serde_json::json!({"input_tokens": 24763, "output_tokens": 122})
+    );
 
     // Neither child saw the bot's or the other vendor's credentials; claude got its own token.
     let claude_env = env_of(claude_dir.path());
