@@ -14,7 +14,7 @@ use super::cli_env::{
     Cli, CliEnv, mentions_status, process_failure, says_usage_limit, scratch_dir, stderr_note,
 };
 use super::process::{
-    self, DEFAULT_MAX_OUTPUT, Keep, OUTPUT_EXCERPT_CHARS, ProcessOutput, ProcessSpec,
+    self, DEFAULT_MAX_OUTPUT, Keep, OUTPUT_EXCERPT_CHARS, ProcessError, ProcessOutput, ProcessSpec,
     STDERR_TAIL_CHARS, child_text, describe_status,
 };
 use super::{Answer, Failure, FailureKind, LensRequest, LensSpec, Usage};
@@ -90,9 +90,20 @@ async fn run_capped(
     child.stdin = req.prompt.as_bytes().to_vec();
     child.max_output = max_output;
 
-    let out = process::run(child)
-        .await
-        .map_err(|e| process_failure("codex", INSTALL, e))?;
+    let out = process::run(child).await.map_err(|e| {
+        // The real CLI offline reconnects and then waits for the network without end: only the
+        // timeout stops it, and its last `error` event says why it never answered.
+        let last = match &e {
+            ProcessError::Timeout { stdout, .. } => events(stdout).last_error,
+            _ => None,
+        };
+        let mut f = process_failure("codex", INSTALL, e);
+        if let Some(last) = last {
+            f.message
+                .push_str(&format!("; last error: {}", short(&last)));
+        }
+        f
+    })?;
     read_output(&out)
 }
 
@@ -496,6 +507,13 @@ mod tests {
         assert_eq!(f.kind, FailureKind::Timeout);
         assert!(
             f.message.starts_with("codex timed out after 300ms"),
+            "{}",
+            f.message
+        );
+        // The stream's last `error` event says why it never answered.
+        assert!(
+            f.message
+                .ends_with("; last error: Reconnecting... waiting for network"),
             "{}",
             f.message
         );

@@ -104,7 +104,13 @@ pub enum ProcessError {
         source: io::Error,
     },
     #[error("timed out after {}", humantime::format_duration(*after))]
-    Timeout { after: Duration, stderr: Vec<u8> },
+    /// The run outlived its time; what it printed so far comes along (a CLI's last event is
+    /// often the best explanation).
+    Timeout {
+        after: Duration,
+        stderr: Vec<u8>,
+        stdout: Vec<u8>,
+    },
     #[error("output exceeded {limit} bytes (on {stream})")]
     OutputTooLarge { stream: Stream, limit: usize },
     #[error("reading the child's {stream} failed: {source}")]
@@ -217,12 +223,12 @@ pub async fn run(spec: ProcessSpec) -> Result<ProcessOutput, ProcessError> {
                 Some(child) => match timeout_at(deadline, child.wait()).await {
                     Some(Ok(status)) => Ok(status),
                     Some(Err(e)) => Err(ProcessError::Wait(e)),
-                    None => Err(timeout_error(&spec.timeout, err.as_slice())),
+                    None => Err(timeout_error(&spec.timeout, err.as_slice(), out.as_slice())),
                 },
                 None => Err(ProcessError::Wait(io::Error::other("child lost"))),
             },
         },
-        End::Timeout => Err(timeout_error(&spec.timeout, err.as_slice())),
+        End::Timeout => Err(timeout_error(&spec.timeout, err.as_slice(), out.as_slice())),
         End::WaitFailed(e) => Err(ProcessError::Wait(e)),
         End::Io(IoEnd::Overflow(stream)) => Err(ProcessError::OutputTooLarge {
             stream,
@@ -242,10 +248,11 @@ pub async fn run(spec: ProcessSpec) -> Result<ProcessOutput, ProcessError> {
     })
 }
 
-fn timeout_error(after: &Duration, stderr: &[u8]) -> ProcessError {
+fn timeout_error(after: &Duration, stderr: &[u8], stdout: &[u8]) -> ProcessError {
     ProcessError::Timeout {
         after: *after,
         stderr: stderr.to_vec(),
+        stdout: stdout.to_vec(),
     }
 }
 
@@ -518,7 +525,7 @@ impl From<ProcessError> for LensError {
                 program: one_line(&program, 200, Keep::Head),
                 reason: source.to_string(),
             },
-            ProcessError::Timeout { after, stderr } => LensError::Timeout {
+            ProcessError::Timeout { after, stderr, .. } => LensError::Timeout {
                 after,
                 stderr: child_text(&stderr, STDERR_TAIL_CHARS, Keep::Tail),
             },
@@ -725,7 +732,7 @@ mod tests {
         );
         let started = std::time::Instant::now();
         let err = run(spec).await.expect_err("timeout");
-        let ProcessError::Timeout { after, stderr } = err else {
+        let ProcessError::Timeout { after, stderr, .. } = err else {
             panic!("{err:?}");
         };
         assert_eq!(after, Duration::from_millis(300));
@@ -906,9 +913,8 @@ mod tests {
     fn lens_errors_read_as_one_line() {
         let e = LensError::from(ProcessError::Timeout {
             after: Duration::from_secs(90),
-            stderr: b"still thinking
-"
-            .to_vec(),
+            stderr: b"still thinking\n".to_vec(),
+            stdout: Vec::new(),
         });
         assert_eq!(
             e.to_string(),
