@@ -330,37 +330,13 @@ fn load_config(flag: Option<&Path>) -> Result<Config, CliError> {
 
 /// The lenses named with `--lens`, else the config's default set, else `builtin` (with a notice).
 fn select_lenses(config: &Config, names: &[String]) -> Result<Vec<LensSpec>, CliError> {
-    let names: Vec<&str> = names
-        .iter()
-        .map(|n| n.trim())
-        .filter(|n| !n.is_empty())
-        .collect();
-    if names.is_empty() {
-        if let Some(lenses) = config.default_lenses().filter(|l| !l.is_empty()) {
-            return Ok(lenses);
-        }
+    let selection = config
+        .select_lenses(&config.review, names)
+        .map_err(CliError::Usage)?;
+    if selection.fallback {
         eprintln!("{}", render::NOTICE_BUILTIN_ONLY);
-        return Ok(config::preset("builtin").into_iter().collect());
     }
-    let mut specs: Vec<LensSpec> = Vec::new();
-    for name in names {
-        let spec = config.lens(name).ok_or_else(|| {
-            let mut known: Vec<&str> = config.lens.iter().map(|l| l.name.as_str()).collect();
-            for preset in ["builtin", "claude", "codex"] {
-                if !known.contains(&preset) {
-                    known.push(preset);
-                }
-            }
-            CliError::Usage(format!(
-                "unknown lens `{name}` (known: {})",
-                known.join(", ")
-            ))
-        })?;
-        if !specs.iter().any(|s| s.name == spec.name) {
-            specs.push(spec);
-        }
-    }
-    Ok(specs)
+    Ok(selection.lenses)
 }
 
 /// Reads and parses the diff; a missing file or text that is not a diff is a usage error.

@@ -274,13 +274,75 @@ impl Config {
     /// The lenses a review runs when none are named on the command line: `[review] lenses`,
     /// else every configured lens, else `None` (the caller falls back to `builtin`).
     pub fn default_lenses(&self) -> Option<Vec<LensSpec>> {
-        match &self.review.lenses {
+        self.default_lenses_for(&self.review)
+    }
+
+    fn default_lenses_for(&self, review: &ReviewConfig) -> Option<Vec<LensSpec>> {
+        match &review.lenses {
             Some(names) => Some(names.iter().filter_map(|n| self.lens(n)).collect()),
             None if !self.lens.is_empty() => Some(self.lens.iter().map(LensConfig::spec).collect()),
             None => None,
         }
     }
+
+    /// The lenses to run: those named (on the command line), else `review`'s default set,
+    /// else `builtin` — `fallback` says so, for a notice. An unknown name is an error listing
+    /// the known ones.
+    pub fn select_lenses(
+        &self,
+        review: &ReviewConfig,
+        names: &[String],
+    ) -> Result<Selection, String> {
+        let names: Vec<&str> = names
+            .iter()
+            .map(|n| n.trim())
+            .filter(|n| !n.is_empty())
+            .collect();
+        if names.is_empty() {
+            return Ok(
+                match self.default_lenses_for(review).filter(|l| !l.is_empty()) {
+                    Some(lenses) => Selection {
+                        lenses,
+                        fallback: false,
+                    },
+                    None => Selection {
+                        lenses: preset("builtin").into_iter().collect(),
+                        fallback: true,
+                    },
+                },
+            );
+        }
+        let mut lenses: Vec<LensSpec> = Vec::new();
+        for name in names {
+            let spec = self.lens(name).ok_or_else(|| {
+                let mut known: Vec<&str> = self.lens.iter().map(|l| l.name.as_str()).collect();
+                for p in PRESETS {
+                    if !known.contains(&p) {
+                        known.push(p);
+                    }
+                }
+                format!("unknown lens `{name}` (known: {})", known.join(", "))
+            })?;
+            if !lenses.iter().any(|s| s.name == spec.name) {
+                lenses.push(spec);
+            }
+        }
+        Ok(Selection {
+            lenses,
+            fallback: false,
+        })
+    }
 }
+
+/// Which lenses run, and whether that is the `builtin` fallback for want of any configured.
+#[derive(Debug, Clone)]
+pub struct Selection {
+    pub lenses: Vec<LensSpec>,
+    pub fallback: bool,
+}
+
+/// The names of the lenses that work with no config.
+pub const PRESETS: [&str; 3] = ["builtin", "claude", "codex"];
 
 impl LensConfig {
     pub fn spec(&self) -> LensSpec {

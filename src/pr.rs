@@ -116,7 +116,15 @@ pub async fn review_pr(
         return Ok(outcome);
     }
 
-    let lenses = select_lenses(config, &outcome.review, &req.lenses).map_err(PrError::Config)?;
+    let selection = config
+        .select_lenses(&outcome.review, &req.lenses)
+        .map_err(PrError::Config)?;
+    if selection.fallback {
+        outcome
+            .notices
+            .push(crate::render::NOTICE_BUILTIN_ONLY.to_owned());
+    }
+    let lenses = selection.lenses;
     let identity = match &config.github.bot_login {
         Some(login) => Identity::Login(login.clone()),
         None => match client.current_user().await? {
@@ -384,45 +392,6 @@ fn all_ignored(diff: &Diff, no_patch: &[String], review: &ReviewConfig) -> bool 
         .chain(no_patch.iter().map(String::as_str))
         .collect();
     !paths.is_empty() && paths.iter().all(|p| set.is_match(p))
-}
-
-/// `--lens` names, else the repository's or operator's `lenses`, else every configured lens,
-/// else `builtin`.
-pub fn select_lenses(
-    config: &Config,
-    review: &ReviewConfig,
-    names: &[String],
-) -> Result<Vec<LensSpec>, String> {
-    let named: Vec<&str> = names
-        .iter()
-        .map(|n| n.trim())
-        .filter(|n| !n.is_empty())
-        .collect();
-    let named: Vec<String> = if named.is_empty() {
-        match &review.lenses {
-            Some(list) => list.clone(),
-            None if !config.lens.is_empty() => config.lens.iter().map(|l| l.name.clone()).collect(),
-            None => vec!["builtin".to_owned()],
-        }
-    } else {
-        named.into_iter().map(str::to_owned).collect()
-    };
-    let mut specs: Vec<LensSpec> = Vec::new();
-    for name in &named {
-        let spec = config.lens(name).ok_or_else(|| {
-            let mut known: Vec<&str> = config.lens.iter().map(|l| l.name.as_str()).collect();
-            for preset in ["builtin", "claude", "codex"] {
-                if !known.contains(&preset) {
-                    known.push(preset);
-                }
-            }
-            format!("unknown lens `{name}` (known: {})", known.join(", "))
-        })?;
-        if !specs.iter().any(|s| s.name == spec.name) {
-            specs.push(spec);
-        }
-    }
-    Ok(specs)
 }
 
 /// The part of the PR a later round reviews: the PR's hunks that hold a line added since the
