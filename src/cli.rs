@@ -37,6 +37,23 @@ pub struct Cli {
 enum Command {
     /// Review a change and print the findings.
     Review(ReviewArgs),
+    /// Check that the configured lenses and GitHub access can work, without a billed call.
+    Doctor(DoctorArgs),
+}
+
+#[derive(Debug, Args)]
+struct DoctorArgs {
+    /// Config file (default: $REVIEWBOT_CONFIG, else ./reviewbot.toml outside GitHub Actions).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// Lenses to check (default: those a review would run).
+    #[arg(long = "lens", value_name = "NAME[,NAME]", value_delimiter = ',')]
+    lenses: Vec<String>,
+
+    /// Also check access to this repository (default: $GITHUB_REPOSITORY).
+    #[arg(long, value_name = "OWNER/NAME")]
+    repo: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -144,7 +161,42 @@ pub fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode, CliError> {
     match cli.command {
         Command::Review(args) => review(args),
+        Command::Doctor(args) => doctor(args),
     }
+}
+
+/// `reviewbot doctor`: one line per check, exit 3 when any fails.
+fn doctor(args: DoctorArgs) -> Result<ExitCode, CliError> {
+    let path = config::locate(args.config.as_deref());
+    let config = match &path {
+        Some(p) => Config::load(p).map_err(|e| CliError::Usage(e.to_string()))?,
+        None => Config::default(),
+    };
+    let lenses = select_lenses(&config, &args.lenses)?;
+    let repo = match args.repo.or_else(|| {
+        std::env::var("GITHUB_REPOSITORY")
+            .ok()
+            .filter(|r| !r.is_empty())
+    }) {
+        Some(r) => Some(
+            RepoName::parse(&r)
+                .ok_or_else(|| CliError::Usage(format!("--repo `{r}` is not OWNER/NAME")))?,
+        ),
+        None => None,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Runtime(format!("cannot start the runtime: {e}")))?;
+    let mut env = crate::doctor::DoctorEnv::from_env(path);
+    env.github.repo = repo;
+    let report = runtime.block_on(crate::doctor::run(&config, &lenses, &env));
+    write_stdout(&report.render());
+    Ok(if report.all_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
+    })
 }
 
 fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {

@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod config;
 pub mod diff;
+pub mod doctor;
 pub mod evidence;
 pub mod github;
 pub mod ids;

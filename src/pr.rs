@@ -303,16 +303,16 @@ pub async fn review_pr(
         outcome.reports.push(report);
     }
     // The request is answered: take the trigger label off, so the next push is a normal round.
-    if triggered && outcome.reports.iter().any(|r| r.posted) {
-        if let Err(e) = client
+    if triggered
+        && outcome.reports.iter().any(|r| r.posted)
+        && let Err(e) = client
             .remove_label(&req.repo, req.number, &outcome.review.trigger_label)
             .await
-        {
-            outcome.notices.push(format!(
-                "warning: could not remove the `{}` label: {e}",
-                outcome.review.trigger_label
-            ));
-        }
+    {
+        outcome.notices.push(format!(
+            "warning: could not remove the `{}` label: {e}",
+            outcome.review.trigger_label
+        ));
     }
     Ok(outcome)
 }

@@ -585,6 +585,33 @@ impl GithubClient {
         })
     }
 
+    /// `GET /repos/{o}/{r}`: whether the token can see the repository, and — for a user's token,
+    /// whose answer carries `permissions` — whether it can write (`None` when GitHub does not
+    /// say, as for installation and Actions tokens).
+    pub async fn repository_push_access(
+        &self,
+        repo: &RepoName,
+    ) -> Result<Option<bool>, GithubError> {
+        #[derive(serde::Deserialize)]
+        struct ApiRepo {
+            permissions: Option<ApiPermissions>,
+        }
+        #[derive(serde::Deserialize)]
+        struct ApiPermissions {
+            push: Option<bool>,
+        }
+        let ctx = Ctx {
+            what: format!("reading {repo}"),
+            permission: "metadata: read",
+        };
+        let raw = self.get(&ctx, repo_path(repo), ACCEPT_JSON).await?;
+        if raw.status != StatusCode::OK {
+            return Err(self.error(&raw, &ctx));
+        }
+        let api: ApiRepo = parse_json(&raw, &ctx)?;
+        Ok(api.permissions.and_then(|p| p.push))
+    }
+
     /// `DELETE /repos/{o}/{r}/issues/{n}/labels/{name}`: takes the trigger label off once its
     /// round is done. A label already gone (404) is fine.
     pub async fn remove_label(

@@ -232,6 +232,9 @@ pub fn comment(f: &Finding) -> String {
 
 /// `--format markdown`: the body, then every finding as it would be posted.
 pub fn render(report: &Report, opts: &BodyOptions<'_>) -> String {
+    if let Some(text) = crate::render::skipped_text(report) {
+        return text;
+    }
     let mut out = body(report, opts);
     for f in &report.findings {
         let where_ = if f.in_diff {

@@ -110,6 +110,29 @@ pub fn verdict_line(v: Verdict) -> String {
     format!("Verdict: {} blocking, {} advisory.", v.blocking, v.advisory)
 }
 
+/// What a skipped review says instead of a body: why no round ran, and — for a head already
+/// reviewed — that round's verdict.
+pub fn skipped_text(report: &Report) -> Option<String> {
+    let reason = report.skipped.as_deref()?;
+    let why = match reason {
+        "already_reviewed" => match (report.round, &report.head) {
+            (Some(round), Some(head)) => format!(
+                "Round {round} already reviewed head {}; nothing new to post. {}",
+                head.short(),
+                verdict_line(report.verdict())
+            ),
+            _ => "This head was already reviewed; nothing new to post.".to_owned(),
+        },
+        "opt_out" => "Not reviewed: the PR carries the opt-out label.".to_owned(),
+        "draft" => "Not reviewed: the PR is a draft.".to_owned(),
+        "closed" => "Not reviewed: the PR is closed.".to_owned(),
+        "too_many_files" => "Not reviewed: the PR changes more files than max_files.".to_owned(),
+        "all_ignored" => "Not reviewed: every changed file is in ignore_paths.".to_owned(),
+        other => format!("Not reviewed ({other})."),
+    };
+    Some(format!("{why}\n"))
+}
+
 /// `Blocking` / `Advisory`.
 pub fn severity_word(s: Severity) -> &'static str {
     match s {

@@ -49,8 +49,8 @@ fn paint(style: Style, text: &str) -> String {
 pub fn render(report: &Report, diff: &Diff, color: bool) -> String {
     let p = Palette::new(color);
     let mut out = String::new();
-    if let Some(reason) = &report.skipped {
-        let _ = writeln!(out, "Skipped: {reason}.");
+    if let Some(text) = crate::render::skipped_text(report) {
+        return text;
     }
     for f in &report.findings {
         finding(&mut out, f, diff, &p);

@@ -1,0 +1,956 @@
+//! `action/action.yml` run as a GitHub runner would run it, against the fake GitHub.
+//!
+//! The file is parsed structurally (`yaml_serde`), checked against the composite-action rules of
+//! shared/reference/github.md §7, and then its `run` steps are executed in order with `bash
+//! --noprofile --norc -eo pipefail` (what `shell: bash` means on a runner). Each step's `env:`
+//! is built by evaluating the `${{ … }}` expressions the action uses; any other expression fails
+//! the test. The runner's files (`GITHUB_OUTPUT`, `GITHUB_STEP_SUMMARY`, `GITHUB_PATH`) are
+//! honoured, and the log is read back the way the runner reads it: `::add-mask::` registers a
+//! secret, `::stop-commands::T` … `::T::` turns workflow commands off.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::fake_github::{FakeGithub, FileSpec, PrSpec, TokenKind, sha};
+
+const REPO: &str = "octo/app";
+const PR: u64 = 12;
+const TOKEN: &str = "ghs_ActionsTokenOfTheTest0123456789abcdefXYZ";
+const TRIGGER: &str = "reviewbot:review";
+
+/// A leftover `dbg!` (advisory) and a Python `breakpoint()` (blocking) for the builtin lens.
+const RS_PATCH: &str = "@@ -1,4 +1,6 @@\n fn main() {\n-    run();\n+    let total = run();\n+    dbg!(&total);\n+    report(total);\n }\n \n";
+const PY_PATCH: &str =
+    "@@ -10,3 +10,4 @@ def work():\n     x = load()\n+    breakpoint()\n     return x\n \n";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// action.yml, as a typed document. Unknown keys are refused: a step key this emulation does not
+// model (`if`, `working-directory`, `continue-on-error`, `uses`) must fail here, not be ignored.
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ActionYml {
+    name: String,
+    description: String,
+    // Marketplace metadata: allowed, not checked.
+    #[serde(default)]
+    #[allow(dead_code)]
+    author: Option<String>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    branding: Option<BTreeMap<String, String>>,
+    inputs: BTreeMap<String, InputDef>,
+    #[serde(default)]
+    outputs: BTreeMap<String, OutputDef>,
+    runs: Runs,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InputDef {
+    description: String,
+    #[serde(default)]
+    required: bool,
+    default: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutputDef {
+    description: String,
+    value: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Runs {
+    using: String,
+    steps: Vec<Step>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Step {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    shell: Option<String>,
+    #[serde(default)]
+    run: Option<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+}
+
+fn action_yml() -> ActionYml {
+    let path = root().join("action/action.yml");
+    let text = std::fs::read_to_string(&path).expect("read action/action.yml");
+    yaml_serde::from_str(&text).unwrap_or_else(|e| panic!("action/action.yml: {e}"))
+}
+
+/// Every `${{ … }}` in `text`, trimmed.
+fn expressions(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${{") {
+        let after = &rest[start + 3..];
+        let end = after
+            .find("}}")
+            .unwrap_or_else(|| panic!("unclosed expression in {text:?}"));
+        out.push(after[..end].trim().to_owned());
+        rest = &after[end + 2..];
+    }
+    out
+}
+
+#[test]
+fn action_yml_is_a_composite_action_that_keeps_expressions_out_of_scripts() {
+    let action = action_yml();
+    assert!(!action.name.is_empty() && !action.description.is_empty());
+    assert_eq!(action.runs.using, "composite");
+
+    // Inputs and their defaults. `required: true` is not enforced by GitHub, so none claims it.
+    let default = |name: &str| {
+        let input = action
+            .inputs
+            .get(name)
+            .unwrap_or_else(|| panic!("input {name} missing"));
+        input.default.clone()
+    };
+    assert_eq!(
+        default("github-token").as_deref(),
+        Some("${{ github.token }}")
+    );
+    assert_eq!(default("config").as_deref(), Some(""));
+    assert_eq!(default("lenses").as_deref(), Some(""));
+    assert_eq!(default("fail-on").as_deref(), Some("never"));
+    assert_eq!(default("trigger-label").as_deref(), Some(TRIGGER));
+    for (name, input) in &action.inputs {
+        assert!(!input.description.trim().is_empty(), "input {name}");
+        assert!(!input.required, "input {name}: `required` is not enforced");
+    }
+    for (name, output) in &action.outputs {
+        assert!(!output.description.trim().is_empty(), "output {name}");
+        assert!(
+            output.value.starts_with("${{ steps."),
+            "output {name}: {}",
+            output.value
+        );
+    }
+
+    assert!(!action.runs.steps.is_empty());
+    for (i, step) in action.runs.steps.iter().enumerate() {
+        let what = step.name.clone().unwrap_or_else(|| format!("step {i}"));
+        let script = step
+            .run
+            .as_deref()
+            .unwrap_or_else(|| panic!("{what}: only `run` steps"));
+        assert_eq!(step.shell.as_deref(), Some("bash"), "{what}: `shell`");
+        assert!(
+            !script.contains("${{"),
+            "{what}: an expression inside `run:`; map it through `env:`"
+        );
+        assert!(
+            script.trim_start().starts_with("set -euo pipefail"),
+            "{what}: start with `set -euo pipefail`"
+        );
+        let syntax = Command::new("bash")
+            .args(["-n", "-c", script])
+            .output()
+            .unwrap();
+        assert!(
+            syntax.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&syntax.stderr)
+        );
+        for (key, value) in &step.env {
+            // Runner defaults cannot be overwritten; GITHUB_TOKEN is not one of them.
+            assert!(
+                key == "GITHUB_TOKEN"
+                    || !(key.starts_with("GITHUB_") || key.starts_with("RUNNER_")),
+                "{what}: env {key} is reserved"
+            );
+            for expr in expressions(value) {
+                if let Some(input) = expr.strip_prefix("inputs.") {
+                    assert!(action.inputs.contains_key(input), "{what}: {expr}");
+                }
+            }
+        }
+        let sees_token = step
+            .env
+            .values()
+            .any(|v| v.contains("inputs.github-token") || v.contains("github.token"));
+        if script.contains("cargo build") {
+            assert!(!sees_token, "{what}: the build must not see the token");
+        }
+    }
+    let first = &action.runs.steps[0];
+    assert!(
+        first.run.as_deref().unwrap().contains("::add-mask::")
+            && first.env.get("GITHUB_TOKEN").map(String::as_str)
+                == Some("${{ inputs.github-token }}"),
+        "the first step masks the token"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The runner.
+
+/// One job that runs the action once.
+struct Job<'a> {
+    fake: &'a FakeGithub,
+    dir: tempfile::TempDir,
+    event: Value,
+    event_name: &'static str,
+    inputs: BTreeMap<String, String>,
+    /// `github.token`.
+    token: String,
+    /// Extra job-level environment (what a workflow's `env:` would set).
+    env: BTreeMap<String, String>,
+    /// Where `action.yml` lives (`GITHUB_ACTION_PATH`).
+    action_path: PathBuf,
+    /// Put the suite's `reviewbot` on PATH (else the action must build one).
+    reviewbot_on_path: bool,
+}
+
+/// What a job left behind.
+struct Ran {
+    /// Exit status of the last step that ran (the failing one, if any).
+    status: i32,
+    /// stdout and stderr of every step, in order, as the runner reads them.
+    raw: String,
+    /// `$GITHUB_STEP_SUMMARY` of every step, concatenated.
+    summary: String,
+    /// The action's outputs.
+    outputs: BTreeMap<String, String>,
+    /// The arguments of every `cargo` call.
+    cargo_calls: Vec<String>,
+}
+
+fn pr_event(action: &str) -> Value {
+    let text =
+        std::fs::read_to_string(root().join("fixtures/github/pull_request.opened.json")).unwrap();
+    let mut event: Value = serde_json::from_str(&text).unwrap();
+    event["action"] = action.into();
+    event["number"] = PR.into();
+    event["pull_request"]["number"] = PR.into();
+    event["pull_request"]["head"]["sha"] = sha("head").into();
+    event["pull_request"]["head"]["repo"]["full_name"] = REPO.into();
+    event["pull_request"]["base"]["repo"]["full_name"] = REPO.into();
+    event["repository"]["full_name"] = REPO.into();
+    event
+}
+
+fn labeled_event(label: &str) -> Value {
+    let mut event = pr_event("labeled");
+    event["label"] =
+        serde_json::json!({"id": 1, "name": label, "color": "ededed", "default": false});
+    event
+}
+
+fn write_script(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+}
+
+impl<'a> Job<'a> {
+    fn new(fake: &'a FakeGithub) -> Job<'a> {
+        Job {
+            fake,
+            dir: tempfile::tempdir().unwrap(),
+            event: pr_event("opened"),
+            event_name: "pull_request",
+            inputs: BTreeMap::new(),
+            token: TOKEN.to_owned(),
+            env: BTreeMap::new(),
+            action_path: root().join("action"),
+            reviewbot_on_path: true,
+        }
+    }
+
+    fn input(mut self, name: &str, value: &str) -> Self {
+        self.inputs.insert(name.to_owned(), value.to_owned());
+        self
+    }
+
+    fn env(mut self, name: &str, value: &str) -> Self {
+        self.env.insert(name.to_owned(), value.to_owned());
+        self
+    }
+
+    /// A config file in the job's temp dir, with quick rate-limit waits.
+    fn config_file(&self, extra: &str) -> String {
+        let path = self.dir.path().join("operator.toml");
+        let text =
+            format!("[github]\nmax_rate_limit_wait = \"10s\"\nrate_limit_floor = \"1s\"\n{extra}");
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    }
+
+    fn run(&self) -> Ran {
+        let action: ActionYml = {
+            let text = std::fs::read_to_string(self.action_path.join("action.yml")).unwrap();
+            yaml_serde::from_str(&text).unwrap()
+        };
+        for name in self.inputs.keys() {
+            assert!(action.inputs.contains_key(name), "unexpected input {name}");
+        }
+        let tmp = self.dir.path();
+        let workspace = tmp.join("workspace");
+        let runner_temp = tmp.join("runner-temp");
+        let fake_bin = tmp.join("fake-bin");
+        for d in [&workspace, &runner_temp, &fake_bin] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        // The PR's checkout carries its own config: a lens that always fails. The action must
+        // never read it (and if it did, every lens would fail and the step would exit 3).
+        std::fs::write(
+            workspace.join("reviewbot.toml"),
+            "[[lens]]\nname = \"pr-owned\"\nbackend = \"command\"\nbin = \"/bin/false\"\n\n[review]\nlenses = [\"pr-owned\"]\n",
+        )
+        .unwrap();
+        let event_path = tmp.join("event.json");
+        std::fs::write(&event_path, self.event.to_string()).unwrap();
+
+        let cargo_log = tmp.join("cargo-calls");
+        if self.reviewbot_on_path {
+            // A `cargo` first on PATH that only records it was called: the action must not build.
+            write_script(
+                &fake_bin.join("cargo"),
+                &format!(
+                    "#!/bin/sh\necho \"$*\" >>'{}'\necho 'cargo must not run' >&2\nexit 97\n",
+                    cargo_log.display()
+                ),
+            );
+        } else {
+            // A `cargo` that "builds" by linking the suite's binary where the build would put it.
+            write_script(
+                &fake_bin.join("cargo"),
+                &format!(
+                    "#!/bin/bash\nset -eu\necho \"$*\" >>'{log}'\nwhile [ $# -gt 0 ]; do\n  if [ \"$1\" = --target-dir ]; then dir=\"$2\"; fi\n  shift\ndone\nmkdir -p \"$dir/release\"\nln -sf '{bin}' \"$dir/release/reviewbot\"\n",
+                    log = cargo_log.display(),
+                    bin = env!("CARGO_BIN_EXE_reviewbot"),
+                ),
+            );
+        }
+        let bin_dir = Path::new(env!("CARGO_BIN_EXE_reviewbot")).parent().unwrap();
+        let mut path: Vec<String> = vec![fake_bin.display().to_string()];
+        if self.reviewbot_on_path {
+            path.push(bin_dir.display().to_string());
+        }
+        path.extend(["/usr/bin".to_owned(), "/bin".to_owned()]);
+
+        let mut base: BTreeMap<String, String> = BTreeMap::new();
+        for (k, v) in [
+            ("CI", "true"),
+            ("GITHUB_ACTIONS", "true"),
+            ("GITHUB_EVENT_NAME", self.event_name),
+            ("GITHUB_REPOSITORY", REPO),
+            ("GITHUB_SHA", &sha("merge")),
+            ("GITHUB_REF", &format!("refs/pull/{PR}/merge")),
+            ("RUNNER_OS", "Linux"),
+            ("LANG", "C.UTF-8"),
+        ] {
+            base.insert(k.to_owned(), v.to_owned());
+        }
+        for (k, v) in [
+            ("GITHUB_API_URL", self.fake.url()),
+            ("GITHUB_EVENT_PATH", event_path.display().to_string()),
+            ("GITHUB_WORKSPACE", workspace.display().to_string()),
+            ("GITHUB_ACTION_PATH", self.action_path.display().to_string()),
+            ("RUNNER_TEMP", runner_temp.display().to_string()),
+            ("HOME", tmp.display().to_string()),
+        ] {
+            base.insert(k.to_owned(), v);
+        }
+        base.extend(self.env.clone());
+
+        let mut steps: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+        let mut raw = Vec::new();
+        let mut summary = String::new();
+        let mut status = 0;
+        for (i, step) in action.runs.steps.iter().enumerate() {
+            let script = step.run.as_deref().expect("a run step");
+            assert_eq!(step.shell.as_deref(), Some("bash"));
+            let files = tmp.join(format!("step-{i}"));
+            std::fs::create_dir_all(&files).unwrap();
+            let file = |name: &str| {
+                let p = files.join(name);
+                std::fs::write(&p, "").unwrap();
+                p
+            };
+            let (output, step_summary, add_path, add_env) =
+                (file("output"), file("summary"), file("path"), file("env"));
+            let script_path = files.join("script.sh");
+            std::fs::write(&script_path, script).unwrap();
+            let log = files.join("log");
+            let log_file = std::fs::File::create(&log).unwrap();
+
+            let mut cmd = Command::new("bash");
+            cmd.args(["--noprofile", "--norc", "-eo", "pipefail"])
+                .arg(&script_path)
+                .current_dir(&workspace)
+                .env_clear()
+                .envs(&base)
+                .env("PATH", path.join(":"))
+                .env("GITHUB_OUTPUT", &output)
+                .env("GITHUB_STEP_SUMMARY", &step_summary)
+                .env("GITHUB_PATH", &add_path)
+                .env("GITHUB_ENV", &add_env)
+                .stdin(Stdio::null())
+                .stdout(log_file.try_clone().unwrap())
+                .stderr(log_file);
+            for (key, value) in &step.env {
+                cmd.env(key, self.expand(value, &action, &steps, &runner_temp));
+            }
+            status = cmd.status().unwrap().code().expect("exited, not killed");
+
+            raw.extend(std::fs::read(&log).unwrap());
+            summary.push_str(&std::fs::read_to_string(&step_summary).unwrap());
+            if let Some(id) = &step.id {
+                let text = std::fs::read_to_string(&output).unwrap();
+                steps.insert(id.clone(), parse_output_file(&text));
+            }
+            // `$GITHUB_PATH` prepends for the steps after this one.
+            let added = std::fs::read_to_string(&add_path).unwrap();
+            for dir in added.lines().filter(|l| !l.is_empty()) {
+                path.insert(0, dir.to_owned());
+            }
+            assert_eq!(
+                std::fs::read_to_string(&add_env).unwrap(),
+                "",
+                "this runner emulation does not apply $GITHUB_ENV"
+            );
+            if status != 0 {
+                break;
+            }
+        }
+        let outputs = action
+            .outputs
+            .iter()
+            .map(|(name, def)| {
+                (
+                    name.clone(),
+                    self.expand(&def.value, &action, &steps, &runner_temp),
+                )
+            })
+            .collect();
+        let cargo_calls = std::fs::read_to_string(&cargo_log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        Ran {
+            status,
+            raw: String::from_utf8(raw).expect("a UTF-8 log"),
+            summary,
+            outputs,
+            cargo_calls,
+        }
+    }
+
+    /// `text` with every `${{ … }}` evaluated, as far as this action needs.
+    fn expand(
+        &self,
+        text: &str,
+        action: &ActionYml,
+        steps: &BTreeMap<String, BTreeMap<String, String>>,
+        runner_temp: &Path,
+    ) -> String {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(start) = rest.find("${{") {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + 3..];
+            let end = after.find("}}").expect("closed expression");
+            let expr = after[..end].trim();
+            out.push_str(&self.eval(expr, action, steps, runner_temp));
+            rest = &after[end + 2..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    fn eval(
+        &self,
+        expr: &str,
+        action: &ActionYml,
+        steps: &BTreeMap<String, BTreeMap<String, String>>,
+        runner_temp: &Path,
+    ) -> String {
+        // Property paths only: an operator, a function or a literal is beyond this emulation.
+        assert!(
+            !expr.is_empty()
+                && expr
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')),
+            "the test cannot evaluate `${{{{ {expr} }}}}`"
+        );
+        if let Some(name) = expr.strip_prefix("inputs.") {
+            let def = action
+                .inputs
+                .get(name)
+                .unwrap_or_else(|| panic!("`{expr}`: no such input"));
+            return match self.inputs.get(name) {
+                Some(v) => v.clone(),
+                None => self.expand(
+                    def.default.as_deref().unwrap_or(""),
+                    action,
+                    steps,
+                    runner_temp,
+                ),
+            };
+        }
+        if let Some(path) = expr.strip_prefix("github.event.") {
+            // A missing property is null, and null is the empty string in `env:`.
+            let mut v = &self.event;
+            for key in path.split('.') {
+                v = v.get(key).unwrap_or(&Value::Null);
+            }
+            return match v {
+                Value::Null => String::new(),
+                Value::String(s) => s.clone(),
+                Value::Bool(_) | Value::Number(_) => v.to_string(),
+                _ => panic!("`{expr}` is an object or an array"),
+            };
+        }
+        if let Some(rest) = expr.strip_prefix("steps.") {
+            let (id, name) = rest
+                .split_once(".outputs.")
+                .unwrap_or_else(|| panic!("the test cannot evaluate `{expr}`"));
+            return steps
+                .get(id)
+                .and_then(|o| o.get(name))
+                .cloned()
+                .unwrap_or_default();
+        }
+        match expr {
+            "github.token" => self.token.clone(),
+            "github.action_path" => self.action_path.display().to_string(),
+            "github.event_name" => self.event_name.to_owned(),
+            "github.repository" => REPO.to_owned(),
+            "runner.temp" => runner_temp.display().to_string(),
+            _ => panic!("the test cannot evaluate `${{{{ {expr} }}}}`"),
+        }
+    }
+}
+
+/// `name=value` lines and `name<<DELIM` … `DELIM` blocks, as `$GITHUB_OUTPUT` holds them.
+fn parse_output_file(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line.is_empty() {
+            continue;
+        }
+        if let Some((name, delim)) = line.split_once("<<") {
+            let mut value = Vec::new();
+            for l in lines.by_ref() {
+                if l == delim {
+                    break;
+                }
+                value.push(l);
+            }
+            out.insert(name.to_owned(), value.join("\n"));
+        } else {
+            let (name, value) = line
+                .split_once('=')
+                .unwrap_or_else(|| panic!("bad $GITHUB_OUTPUT line {line:?}"));
+            out.insert(name.to_owned(), value.to_owned());
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// The log, as the runner reads it.
+
+struct Log {
+    /// Each raw line, and whether it sits between `::stop-commands::T` and `::T::`.
+    lines: Vec<(String, bool)>,
+    /// What the log page shows: no processed command, every mask applied.
+    shown: String,
+    masks: Vec<String>,
+    stop_tokens: Vec<String>,
+    /// Workflow commands the runner acted on (outside stop-commands).
+    commands: Vec<String>,
+}
+
+impl Log {
+    fn read(raw: &str) -> Log {
+        let mut lines = Vec::new();
+        let mut shown = Vec::new();
+        let mut masks = Vec::new();
+        let mut stop_tokens = Vec::new();
+        let mut commands = Vec::new();
+        let mut stopped: Option<String> = None;
+        for line in raw.lines() {
+            if let Some(token) = &stopped {
+                if line.trim() == format!("::{token}::") {
+                    stopped = None;
+                    lines.push((line.to_owned(), false));
+                } else {
+                    lines.push((line.to_owned(), true));
+                    shown.push(line.to_owned());
+                }
+                continue;
+            }
+            lines.push((line.to_owned(), false));
+            let Some(command) = line.trim_start().strip_prefix("::") else {
+                shown.push(line.to_owned());
+                continue;
+            };
+            let name_end = command.find([' ', ':']).unwrap_or(command.len());
+            let name = &command[..name_end];
+            let message = command[name_end..]
+                .split_once("::")
+                .map_or("", |(_, m)| m)
+                .to_owned();
+            commands.push(name.to_owned());
+            match name {
+                "add-mask" => masks.push(message),
+                "stop-commands" => {
+                    stop_tokens.push(message.clone());
+                    stopped = Some(message);
+                }
+                _ => {}
+            }
+        }
+        assert!(stopped.is_none(), "`::stop-commands::` left open:\n{raw}");
+        let mut shown = shown.join("\n");
+        for mask in masks.iter().filter(|m| !m.is_empty()) {
+            shown = shown.replace(mask.as_str(), "***");
+        }
+        Log {
+            lines,
+            shown,
+            masks,
+            stop_tokens,
+            commands,
+        }
+    }
+
+    /// Lines outside every stop-commands region.
+    fn outside(&self) -> impl Iterator<Item = &str> {
+        self.lines
+            .iter()
+            .filter(|(_, inside)| !inside)
+            .map(|(l, _)| l.as_str())
+    }
+
+    fn inside(&self) -> impl Iterator<Item = &str> {
+        self.lines
+            .iter()
+            .filter(|(_, inside)| *inside)
+            .map(|(l, _)| l.as_str())
+    }
+}
+
+/// The log is safe: the token is masked before anything else prints, never shown, and nothing
+/// reviewbot printed sits outside a stop-commands region (only the action's own lines do).
+fn assert_log_safe(ran: &Ran, token: &str) -> Log {
+    let log = Log::read(&ran.raw);
+    let first = ran.raw.lines().next().unwrap_or_default();
+    assert_eq!(first, format!("::add-mask::{token}"), "log:\n{}", ran.raw);
+    assert_eq!(log.masks, vec![token.to_owned()]);
+    assert_eq!(
+        ran.raw.matches(token).count(),
+        1,
+        "the token appears only in its mask command:\n{}",
+        ran.raw
+    );
+    assert!(!log.shown.contains(token));
+    for t in &log.stop_tokens {
+        assert!(
+            t.len() == 32 && t.chars().all(|c| c.is_ascii_hexdigit()),
+            "stop token {t:?}"
+        );
+    }
+    // The action's own lines; anything else outside a region came from reviewbot or the PR.
+    let own = regex::Regex::new(concat!(
+        r"^(::add-mask::.*",
+        r"|::stop-commands::[0-9a-f]{32}|::[0-9a-f]{32}::",
+        r"|Using reviewbot from PATH: /.*|reviewbot \d+\.\d+\.\d+",
+        r"|::group::Building reviewbot from /.*|::endgroup::",
+        r"|The trigger label was added: reviewing this head again\.",
+        r"|::error title=reviewbot::.*)$"
+    ))
+    .unwrap();
+    for line in log.outside() {
+        assert!(
+            own.is_match(line),
+            "not the action's own line, outside stop-commands: {line:?}\nlog:\n{}",
+            ran.raw
+        );
+    }
+    for command in &log.commands {
+        assert!(
+            matches!(
+                command.as_str(),
+                "add-mask" | "stop-commands" | "group" | "endgroup" | "error"
+            ) || log.stop_tokens.contains(command),
+            "unexpected workflow command {command:?}"
+        );
+    }
+    // What reviewbot printed is in the log, inside a region (so the check above means something).
+    for line in ran.summary.lines().filter(|l| l.len() > 3) {
+        assert!(
+            log.inside().any(|l| l == line),
+            "{line:?} not in a region:\n{}",
+            ran.raw
+        );
+    }
+    log
+}
+
+fn world(token_kind: TokenKind) -> FakeGithub {
+    let fake = FakeGithub::start();
+    fake.add_token(TOKEN, token_kind);
+    fake.add_pr(
+        REPO,
+        PrSpec {
+            number: PR,
+            files: vec![
+                FileSpec::modified("src/main.rs", RS_PATCH),
+                FileSpec::modified("app/work.py", PY_PATCH),
+            ],
+            ..PrSpec::default()
+        },
+    );
+    fake
+}
+
+fn bodies(fake: &FakeGithub) -> Vec<String> {
+    fake.reviews(REPO, PR)
+        .iter()
+        .map(|r| r["body"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn the_action_posts_one_round_then_nothing_on_the_same_head() {
+    let fake = world(TokenKind::app());
+    let job = Job::new(&fake);
+    let config = job.config_file("");
+    let job = job.env("REVIEWBOT_CONFIG", &config);
+    let ran = job.run();
+    assert_eq!(ran.status, 0, "log:\n{}", ran.raw);
+    assert!(
+        ran.cargo_calls.is_empty(),
+        "cargo ran: {:?}",
+        ran.cargo_calls
+    );
+
+    let reviews = fake.reviews(REPO, PR);
+    assert_eq!(reviews.len(), 1);
+    // The reviewed head, never GITHUB_SHA (the merge commit).
+    assert_eq!(reviews[0]["commit_id"], sha("head"));
+    let body = reviews[0]["body"].as_str().unwrap();
+    let round1 = format!("Round 1 — reviewed head {}", &sha("head")[..8]);
+    assert!(body.starts_with(&round1), "{body}");
+    assert_eq!(fake.review_comments(REPO, PR).len(), 2);
+
+    // The job summary holds the round's Markdown: the body, then the findings.
+    assert!(ran.summary.starts_with(&round1), "{}", ran.summary);
+    assert!(ran.summary.contains("Verdict: 1 blocking, 1 advisory."));
+    assert!(ran.summary.contains("**Blocking.**") && ran.summary.contains("**Advisory.**"));
+    assert!(ran.summary.contains(&format!(
+        "<!-- reviewbot round=1 head={} verdict=1,1",
+        sha("head")
+    )));
+    assert_eq!(ran.outputs["verdict"], "1 blocking, 1 advisory");
+    assert_eq!(ran.outputs["exit-code"], "0");
+
+    let log = assert_log_safe(&ran, TOKEN);
+    assert_eq!(log.stop_tokens.len(), 1);
+    assert!(log.inside().any(|l| l.starts_with(&round1)));
+    assert!(fake.unexpected().is_empty(), "{:?}", fake.unexpected());
+
+    // Again on the same head (a re-run, a redelivery): nothing posted, exit 0, explained.
+    let again = job.run();
+    assert_eq!(again.status, 0, "log:\n{}", again.raw);
+    assert_eq!(fake.reviews(REPO, PR).len(), 1);
+    let log2 = assert_log_safe(&again, TOKEN);
+    assert!(log2.shown.contains("already reviewed"), "{}", log2.shown);
+    assert_ne!(
+        log.stop_tokens, log2.stop_tokens,
+        "a fresh stop token per run"
+    );
+    assert!(again.cargo_calls.is_empty());
+}
+
+#[test]
+fn fail_on_blocking_turns_the_job_red_and_a_rerun_stays_red() {
+    let fake = world(TokenKind::app());
+    let job = Job::new(&fake);
+    let config = job.config_file("");
+    let job = job
+        .input("config", &config)
+        .input("lenses", " builtin ")
+        .input("fail-on", "blocking");
+    let ran = job.run();
+    assert_eq!(ran.status, 1, "log:\n{}", ran.raw);
+    assert_eq!(fake.reviews(REPO, PR).len(), 1);
+    assert_eq!(ran.outputs["exit-code"], "1");
+    assert_eq!(ran.outputs["verdict"], "1 blocking, 1 advisory");
+    let log = assert_log_safe(&ran, TOKEN);
+    assert!(
+        log.outside()
+            .any(|l| l.starts_with("::error title=reviewbot::fail-on=blocking holds")),
+        "{}",
+        ran.raw
+    );
+
+    let rerun = job.run();
+    assert_eq!(rerun.status, 1, "log:\n{}", rerun.raw);
+    assert_eq!(fake.reviews(REPO, PR).len(), 1);
+    assert_log_safe(&rerun, TOKEN);
+}
+
+#[test]
+fn a_fork_pr_with_a_read_only_token_posts_nothing_and_says_why() {
+    let fake = world(TokenKind::ReadOnly);
+    let mut job = Job::new(&fake);
+    job.event["pull_request"]["head"]["repo"]["full_name"] = "mallory/app".into();
+    // No config at all: the workspace's (the fork's) reviewbot.toml must still not be read.
+    let ran = job.run();
+    assert_eq!(ran.status, 0, "log:\n{}", ran.raw);
+    assert!(fake.reviews(REPO, PR).is_empty());
+    assert_eq!(
+        fake.count("POST", &format!("/repos/{REPO}/pulls/{PR}/reviews")),
+        1,
+        "one refused attempt"
+    );
+    let log = assert_log_safe(&ran, TOKEN);
+    assert!(
+        log.shown.contains("not posted") && log.shown.contains("pull-requests: write"),
+        "{}",
+        log.shown
+    );
+    assert!(
+        ran.summary.contains("Round 1 — reviewed head"),
+        "{}",
+        ran.summary
+    );
+    assert_eq!(ran.outputs["exit-code"], "0");
+}
+
+#[test]
+fn the_trigger_label_asks_for_a_new_round_and_other_labels_do_not() {
+    let fake = world(TokenKind::app());
+    let mut job = Job::new(&fake);
+    let config = job.config_file("");
+    job = job.env("REVIEWBOT_CONFIG", &config);
+    assert_eq!(job.run().status, 0);
+    assert_eq!(fake.reviews(REPO, PR).len(), 1);
+
+    // A label whose name is a shell injection: it only ever reaches the script as data.
+    let pwned = job.dir.path().join("pwned");
+    job.event = labeled_event(&format!(
+        "$(touch {})\"; touch '{}'",
+        pwned.display(),
+        pwned.display()
+    ));
+    let ran = job.run();
+    assert_eq!(ran.status, 0, "log:\n{}", ran.raw);
+    assert!(!pwned.exists());
+    assert_eq!(
+        fake.reviews(REPO, PR).len(),
+        1,
+        "another label asks for nothing"
+    );
+    assert!(!ran.raw.contains("The trigger label was added"));
+
+    job.event = labeled_event(TRIGGER);
+    let ran = job.run();
+    assert_eq!(ran.status, 0, "log:\n{}", ran.raw);
+    let bodies = bodies(&fake);
+    assert_eq!(bodies.len(), 2);
+    assert!(
+        bodies[1].starts_with(&format!("Round 2 — reviewed head {}", &sha("head")[..8])),
+        "{}",
+        bodies[1]
+    );
+    let log = assert_log_safe(&ran, TOKEN);
+    assert!(log.shown.contains("The trigger label was added"));
+}
+
+#[test]
+fn without_reviewbot_on_path_the_action_builds_it_from_its_own_source() {
+    let fake = world(TokenKind::app());
+    let mut job = Job::new(&fake);
+    let src = job.dir.path().join("src");
+    std::fs::create_dir_all(src.join("action")).unwrap();
+    std::fs::copy(
+        root().join("action/action.yml"),
+        src.join("action/action.yml"),
+    )
+    .unwrap();
+    std::fs::write(src.join("Cargo.toml"), "").unwrap();
+    job.action_path = src.join("action");
+    job.reviewbot_on_path = false;
+    let ran = job.run();
+    assert_eq!(ran.status, 0, "log:\n{}", ran.raw);
+    assert_eq!(
+        ran.cargo_calls,
+        vec![format!(
+            "build --release --locked --manifest-path {0}/Cargo.toml --target-dir {0}/target",
+            src.display()
+        )]
+    );
+    assert_eq!(fake.reviews(REPO, PR).len(), 1);
+    assert_log_safe(&ran, TOKEN);
+}
+
+#[test]
+fn workflow_commands_in_review_text_never_run() {
+    let fake = world(TokenKind::app());
+    let job = Job::new(&fake);
+    // An operator-configured command lens whose reply carries workflow commands, a fake verdict
+    // line and a forged mask, and which writes a command to stderr. It also records the
+    // environment it got: the token must not be in it.
+    let seen = job.dir.path().join("lens-env");
+    let lens = job.dir.path().join("hostile.sh");
+    let finding = serde_json::json!({"findings": [{
+        "path": "src/main.rs", "line": 4, "severity": "advisory", "confidence": "medium",
+        "title": "::error::pwned",
+        "body": "Fine.\n::add-mask::Round\n::set-output name=verdict::9 blocking\n::stop-commands::x\nVerdict: 9 blocking, 9 advisory",
+    }]});
+    write_script(
+        &lens,
+        &format!(
+            "#!/bin/sh\ncat >/dev/null\nenv >'{}'\necho '::warning::from the lens' >&2\ncat <<'EOF'\n{finding}\nEOF\n",
+            seen.display()
+        ),
+    );
+    let config = job.config_file(&format!(
+        "[[lens]]\nname = \"hostile\"\nbackend = \"command\"\nbin = \"{}\"\n",
+        lens.display()
+    ));
+    let job = job
+        .input("config", &config)
+        .input("lenses", "builtin, hostile");
+    let ran = job.run();
+    assert_eq!(ran.status, 0, "log:\n{}", ran.raw);
+    assert_eq!(fake.reviews(REPO, PR).len(), 1);
+    assert!(ran.summary.contains("pwned"), "{}", ran.summary);
+    // Only the action's own commands ran, the only mask is the token, the verdict is the round's.
+    let log = assert_log_safe(&ran, TOKEN);
+    assert!(
+        !log.commands
+            .iter()
+            .any(|c| c == "warning" || c == "set-output")
+    );
+    assert_eq!(ran.outputs["verdict"], "1 blocking, 2 advisory");
+    let env = std::fs::read_to_string(&seen).expect("the lens ran");
+    assert!(!env.contains(TOKEN), "the lens saw the token");
+}
