@@ -523,3 +523,39 @@ fn the_workspace_config_is_not_read_inside_github_actions() {
     assert_eq!(run(false), "alpha");
     assert_eq!(run(true), "builtin");
 }
+
+// ---- doctor ----
+
+#[test]
+fn doctor_exits_3_when_a_lens_cannot_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |config: &str| {
+        let path = dir.path().join("doctor.toml");
+        std::fs::write(&path, config).unwrap();
+        Command::new(env!("CARGO_BIN_EXE_reviewbot"))
+            .args(["doctor", "--config", &path.display().to_string()])
+            .current_dir(dir.path())
+            .env_remove("GITHUB_TOKEN")
+            .env_remove("GITHUB_REPOSITORY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .output()
+            .unwrap()
+    };
+    let o = run("[[lens]]\nname = \"mine\"\nbackend = \"command\"\nbin = \"/bin/sh\"\n");
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("All checks passed."), "{}", stdout(&o));
+    let o = run(
+        "[[lens]]\nname = \"api\"\nbackend = \"anthropic\"\nmodel = \"claude-sonnet-5\"\n[[lens]]\nname = \"gone\"\nbackend = \"command\"\nbin = \"/nonexistent/reviewer\"\n",
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("FAIL lens api") && out.contains("ANTHROPIC_API_KEY"),
+        "{out}"
+    );
+    assert!(
+        out.contains("FAIL lens gone") && out.contains("/nonexistent/reviewer"),
+        "{out}"
+    );
+    assert!(out.trim_end().ends_with("2 of 4 checks failed."), "{out}");
+}
