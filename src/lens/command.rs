@@ -133,6 +133,7 @@ mod tests {
 
     use super::*;
     use crate::diff::Diff;
+    use crate::lens::cli_env::fake::gone_soon;
     use crate::lens::BackendKind;
 
     const DIFF: &str = "\
@@ -225,22 +226,6 @@ diff --git a/src/lib.rs b/src/lib.rs
         assert!(gone_soon(pid).await, "grandchild {pid} survived");
     }
 
-    async fn gone_soon(pid: i32) -> bool {
-        for _ in 0..100 {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            // Gone, or a zombie waiting for a PID 1 that may never reap it.
-            if stat.is_empty()
-                || stat
-                    .rsplit(')')
-                    .next()
-                    .is_some_and(|r| r.trim_start().starts_with('Z'))
-            {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        false
-    }
 
     #[tokio::test]
     async fn garbage_output_is_unreadable() {
