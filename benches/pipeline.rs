@@ -161,6 +161,11 @@ fn plan_benches(c: &mut Criterion) {
     g.bench_function("django", |b| {
         b.iter(|| plan::plan(black_box(&diff), None, &opts))
     });
+    // For reading `plan/django`: one core's tokenizer throughput on the raw diff text (no line
+    // numbers, no redaction), the floor of what counting every file once costs on one core.
+    g.bench_function("count_raw_text", |b| {
+        b.iter(|| plan::tokenizer().count(black_box(diff.text())))
+    });
     g.finish();
 }
 
