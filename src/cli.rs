@@ -226,15 +226,21 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
             let diff = read_diff(path)?;
             let lenses = select_lenses(&config, &args.common.lenses)?;
             let observer = progress_observer();
+            // Only the text format shows lines from the diff; the others need no copy of it.
+            let keep = (args.common.format == Format::Text).then(|| diff.clone());
             let report = runtime.block_on(pipeline::review(
-                diff.clone(),
+                diff,
                 None,
                 &lenses,
                 &config.review,
                 &panel,
                 observer.as_ref(),
             ));
-            (vec![report], diff, config.review.clone())
+            (
+                vec![report],
+                keep.unwrap_or_default(),
+                config.review.clone(),
+            )
         }
         None => {
             let request = pr_request(&args)?;
@@ -292,7 +298,10 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
         Format::Sarif => render::sarif::render(&Report::combine(reports.clone())),
     };
     write_stdout(&out);
-    Ok(exit_code(&Report::combine(reports), args.common.fail_on))
+    let code = exit_code(&Report::combine(reports), args.common.fail_on);
+    // The process ends now: freeing a multi-megabyte diff piece by piece is wasted time.
+    std::mem::forget(diff);
+    Ok(code)
 }
 
 /// What `--pr` asks: the repository and number from the flags, the workflow's environment, or

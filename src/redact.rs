@@ -318,32 +318,40 @@ const RULES: &[Rule] = &[
 ];
 
 struct Compiled {
-    /// Any keyword of any rule (the fast path).
-    any: Regex,
-    rules: Vec<Regex>,
+    /// Any keyword of any rule (the fast path, run on every line: an automaton without the
+    /// regex engine's per-search cache).
+    any: aho_corasick::AhoCorasick,
+    /// Compiled on first need: most texts never hold most rules' keywords, and compiling every
+    /// pattern up front was a measurable part of a short run.
+    rules: Vec<std::sync::OnceLock<Regex>>,
     pem_begin: Regex,
     pem_end: Regex,
     generic: Regex,
 }
 
+/// The patterns are constants covered by tests; failing to compile one is a programming error.
+fn compile(p: &str) -> Regex {
+    Regex::new(p).unwrap_or_else(|e| panic!("bad secret pattern {p}: {e}"))
+}
+
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
-    let mut literals: Vec<String> = RULES
+    let mut literals: Vec<&str> = RULES
         .iter()
-        .flat_map(|r| r.keywords)
-        .map(|k| regex::escape(k))
+        .flat_map(|r| r.keywords.iter().copied())
         .collect();
-    literals.push(regex::escape(PEM_KEYWORD));
-    // The patterns are constants covered by tests; failing to compile one is a programming error.
-    let compile = |p: &str| Regex::new(p).unwrap_or_else(|e| panic!("bad secret pattern {p}: {e}"));
+    literals.push(PEM_KEYWORD);
     Compiled {
-        any: compile(&literals.join("|")),
-        rules: RULES.iter().map(|r| compile(r.pattern)).collect(),
+        any: aho_corasick::AhoCorasick::new(literals)
+            .unwrap_or_else(|e| panic!("secret keywords: {e}")),
+        rules: RULES.iter().map(|_| std::sync::OnceLock::new()).collect(),
         pem_begin: compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"),
         pem_end: compile(r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"),
         generic: compile(concat!(
             r"(?i)(?:access|auth|api|credential|creds|key|passw(?:or)?d|pwd|secret|token)",
             r"[a-z0-9_.-]{0,20}['\x22]?[ \t]*(?::=|=>|=|:)[ \t]*[`'\x22]?",
-            r"([A-Za-z0-9_.=+/~!@#$%^&*-]{10,150})",
+            // `{10,}` rather than `{10,150}`: a bounded repeat of 150 compiles to a large
+            // automaton on every start-up; the upper bound is checked in `generic_keys`.
+            r"([A-Za-z0-9_.=+/~!@#$%^&*-]{10,})",
             r"(?:[`'\x22;,\s]|\\[nrt]|$)",
         )),
     }
@@ -369,6 +377,7 @@ fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
         {
             continue;
         }
+        let re = re.get_or_init(|| compile(rule.pattern));
         let mut at = 0;
         while let Some(m) = re.find_at(text, at) {
             let mut range = m.range();
@@ -479,6 +488,9 @@ fn rest_of_line_blank(bytes: &[u8], from: usize) -> bool {
     true
 }
 
+/// The longest value the generic rule reports (gitleaks: 150).
+const GENERIC_MAX_VALUE: usize = 150;
+
 fn generic_keys(text: &str, found: &mut Vec<SecretMatch>) {
     let mut at = 0;
     while let Some(caps) = COMPILED.generic.captures_at(text, at) {
@@ -486,7 +498,7 @@ fn generic_keys(text: &str, found: &mut Vec<SecretMatch>) {
             break;
         };
         at = value.end().max(next_char(text, all.start()));
-        if plausible_generic(value.as_str()) {
+        if value.len() <= GENERIC_MAX_VALUE && plausible_generic(value.as_str()) {
             found.push(SecretMatch {
                 rule: GENERIC,
                 range: value.range(),
@@ -498,17 +510,16 @@ fn generic_keys(text: &str, found: &mut Vec<SecretMatch>) {
 /// A cheap case-insensitive check for the generic rule's keywords, so its regex (slow
 /// without a literal prefilter, being case-insensitive) runs only on lines that may match.
 fn has_generic_keyword(bytes: &[u8]) -> bool {
-    const KEYWORDS: &[&[u8]] = &[
-        b"access", b"auth", b"api", b"cred", b"key", b"passw", b"pwd", b"secret", b"token",
-    ];
-    bytes.iter().enumerate().any(|(i, &b)| {
-        matches!(b | 0x20, b'a' | b'c' | b'k' | b'p' | b's' | b't')
-            && KEYWORDS.iter().any(|k| {
-                bytes
-                    .get(i..i + k.len())
-                    .is_some_and(|w| w.eq_ignore_ascii_case(k))
-            })
-    })
+    // Scanned on every added line that has `=` or `:`: one automaton, not a loop per byte.
+    static KEYWORDS: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
+        aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build([
+                "access", "auth", "api", "cred", "key", "passw", "pwd", "secret", "token",
+            ])
+            .unwrap_or_else(|e| panic!("generic keywords: {e}"))
+    });
+    KEYWORDS.is_match(bytes)
 }
 
 /// Whether a generic `key = value` value looks like a real secret rather than code, a
@@ -822,6 +833,15 @@ pub(crate) mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn every_pattern_compiles() {
+        // Rules compile lazily at run time; a bad pattern must fail here, not in a review.
+        for rule in RULES {
+            let _ = compile(rule.pattern);
+        }
+        let _ = &*COMPILED;
     }
 
     #[test]

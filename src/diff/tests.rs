@@ -153,7 +153,10 @@ fn subset_and_retain_rebase_the_text() {
 
     let mut all = d.clone();
     all.retain(|f| f.path() == "src/lib.rs");
-    assert_eq!(all.text(), MODIFY);
+    assert_eq!(all.files().len(), 1);
+    // `retain` copies nothing; a subset of what is left has the kept file's text alone.
+    assert_eq!(all.text(), d.text());
+    assert_eq!(all.subset(|_, _| true).text(), MODIFY);
     assert_eq!(
         lines_of(&all, &all.files()[0].hunks[1]),
         lines_of(&d, &d.files()[0].hunks[1])
