@@ -12,6 +12,7 @@ pub mod evidence;
 pub mod github;
 pub mod ids;
 pub mod lens;
+pub mod par;
 pub mod plan;
 pub mod pr;
 pub mod redact;

@@ -100,28 +100,53 @@ pub fn plan(diff: &Diff, pr: Option<&PrInfo>, opts: &PlanOptions<'_>) -> Plan {
     let budget = opts.token_budget * (100 - TOKEN_MARGIN_PERCENT) / 100;
     let room = budget.saturating_sub(fixed);
 
-    // Render and count every file once; the counts are shared by every lens.
+    // Render and count every file once, on every core; the counts are shared by every lens.
     let files = diff.files();
-    let full: Vec<String> = files
-        .iter()
-        .map(|f| numbered_file(diff, f, false))
-        .collect();
-    let full_tokens = count_all(&full);
-    let total: usize = full_tokens.iter().sum();
-    let shorten = total > room;
+    let indices: Vec<usize> = (0..files.len()).collect();
+    let weight = |&i: &usize| diff.file_text(&files[i]).len();
+    let rendered = crate::par::map_shares(&indices, weight, |share| {
+        share
+            .iter()
+            .map(|&i| {
+                let text = numbered_file(diff, &files[i], false);
+                let tokens = count_up_to(&text, room);
+                (i, text, tokens)
+            })
+            .collect()
+    });
+    let total: usize = rendered.iter().map(|r| r.2).sum();
+    // Over budget: deletion-only hunks are shortened first (again on every core), and only
+    // the files that have one are rendered and counted again.
+    let mut rendered = rendered;
+    if total > room {
+        let long: Vec<usize> = (0..rendered.len())
+            .filter(|&pos| has_long_deletion(diff, &files[rendered[pos].0]))
+            .collect();
+        let shortened = crate::par::map_shares(
+            &long,
+            |&pos| rendered[pos].1.len(),
+            |share| {
+                share
+                    .iter()
+                    .map(|&pos| {
+                        let short = numbered_file(diff, &files[rendered[pos].0], true);
+                        let tokens = count_up_to(&short, room);
+                        (pos, short, tokens)
+                    })
+                    .collect()
+            },
+        );
+        for (pos, short, tokens) in shortened {
+            rendered[pos].1 = short;
+            rendered[pos].2 = tokens;
+        }
+    }
 
     let mut sections = Vec::with_capacity(files.len());
     let mut over_budget = Vec::new();
-    for (i, file) in files.iter().enumerate() {
-        let (text, tokens) = if shorten && has_long_deletion(diff, file) {
-            let text = numbered_file(diff, file, true);
-            let tokens = count(&text);
-            (text, tokens)
-        } else {
-            (full[i].clone(), full_tokens[i])
-        };
+    for (i, text, tokens) in rendered {
         if tokens > room {
-            over_budget.push(file.path().to_owned());
+            over_budget.push(files[i].path().to_owned());
         } else {
             sections.push((i, text, tokens));
         }
@@ -148,7 +173,7 @@ pub fn plan(diff: &Diff, pr: Option<&PrInfo>, opts: &PlanOptions<'_>) -> Plan {
         .into_iter()
         .map(|sections| {
             let keep: Vec<usize> = sections.iter().map(|s| s.0).collect();
-            let sub = diff.subset(|i, _| keep.contains(&i));
+            let sub = diff.subset(|i, _| keep.binary_search(&i).is_ok());
             let mut prompt = head.clone();
             let mut rule_lines = String::new();
             for (matcher, instructions) in &rules {
@@ -231,42 +256,17 @@ fn count(text: &str) -> usize {
     tokenizer().count(text)
 }
 
-/// Token counts of many texts, on every core (tokenizing is the costliest part of planning).
-fn count_all(texts: &[String]) -> Vec<usize> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
-    let total: usize = texts.iter().map(String::len).sum();
-    if threads == 1 || total < 256 * 1024 {
-        return texts.iter().map(|t| count(t)).collect();
-    }
-    // Split by bytes, not by count, so one huge file does not leave a core idle.
-    let per = total.div_ceil(threads);
-    let mut groups: Vec<&[String]> = Vec::new();
-    let (mut start, mut acc) = (0, 0);
-    for (i, t) in texts.iter().enumerate() {
-        acc += t.len();
-        if acc >= per {
-            groups.push(&texts[start..=i]);
-            start = i + 1;
-            acc = 0;
-        }
-    }
-    groups.push(&texts[start..]);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = groups
-            .iter()
-            .map(|g| s.spawn(move || g.iter().map(|t| count(t)).collect::<Vec<usize>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
-    })
+/// The token count of `text`, or `limit + 1` once it passes `limit`: a file that cannot fit
+/// needs no exact count, and a huge one is most of the counting work.
+fn count_up_to(text: &str, limit: usize) -> usize {
+    let tok = tokenizer();
+    tok.count_till_limit(&tok.normalize(text), limit.saturating_add(1))
+        .unwrap_or(limit.saturating_add(1))
 }
 
 fn untrusted(out: &mut String, label: &str, text: &str) {
-    let text = fence(&redact(text));
+    let redacted = redact(text);
+    let text = fence(&redacted);
     let _ = writeln!(
         out,
         "<untrusted label=\"{label}\">\n{}\n</untrusted>\n",
@@ -275,8 +275,11 @@ fn untrusted(out: &mut String, label: &str, text: &str) {
 }
 
 /// A block cannot be closed early from inside: its closing tag is escaped.
-fn fence(text: &str) -> String {
-    text.replace("</untrusted", "<\\/untrusted")
+fn fence(text: &str) -> std::borrow::Cow<'_, str> {
+    if memchr::memmem::find(text.as_bytes(), b"</untrusted").is_none() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(text.replace("</untrusted", "<\\/untrusted"))
 }
 
 fn has_long_deletion(diff: &Diff, file: &FileDiff) -> bool {
@@ -335,13 +338,12 @@ fn numbered_file(diff: &Diff, file: &FileDiff, shorten_deletions: bool) -> Strin
                 LineKind::Removed => '-',
                 LineKind::Context => ' ',
             };
-            let text = fence(&redact(line.text));
-            let _ = writeln!(
-                out,
-                "{:>5} {:>5} {mark}{text}",
-                NumCol(line.old),
-                NumCol(line.new)
-            );
+            let redacted = redact(line.text);
+            column(&mut out, line.old);
+            column(&mut out, line.new);
+            out.push(mark);
+            out.push_str(&fence(&redacted));
+            out.push('\n');
         }
         if removed_hidden > 0 {
             let _ = writeln!(
@@ -353,16 +355,28 @@ fn numbered_file(diff: &Diff, file: &FileDiff, shorten_deletions: bool) -> Strin
     out
 }
 
-/// A line-number column: the number, or blank.
-struct NumCol(Option<u32>);
-
-impl std::fmt::Display for NumCol {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Some(n) => std::fmt::Display::fmt(&n, f),
-            None => f.pad(""),
+/// A line-number column: the number right-aligned in 5, or blank, then a space. Written by
+/// hand: `format!` machinery per line was a visible part of planning a big diff.
+fn column(out: &mut String, n: Option<u32>) {
+    let mut digits = [b' '; 10];
+    let mut len = 0;
+    if let Some(mut n) = n {
+        loop {
+            digits[9 - len] = b'0' + (n % 10) as u8;
+            len += 1;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
         }
     }
+    for _ in len..5 {
+        out.push(' ');
+    }
+    for &d in &digits[10 - len..] {
+        out.push(char::from(d));
+    }
+    out.push(' ');
 }
 
 #[cfg(test)]

@@ -63,47 +63,12 @@ pub fn review(diff: &Diff) -> LensResponse {
         }
         findings
     };
-    let total: usize = files.iter().map(|f| diff.file_text(f).len()).sum();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
-    let findings = if threads == 1 || total < PARALLEL_FROM_BYTES {
-        review_some(&files)
-    } else {
-        // Split by bytes, not by count, so one big file does not leave a core idle; the
-        // calling thread takes the first share. Results stay in diff order.
-        let per = total.div_ceil(threads);
-        let mut groups: Vec<&[&FileDiff]> = Vec::new();
-        let (mut start, mut acc) = (0, 0);
-        for (i, f) in files.iter().enumerate() {
-            acc += diff.file_text(f).len();
-            if acc >= per {
-                groups.push(&files[start..=i]);
-                start = i + 1;
-                acc = 0;
-            }
-        }
-        groups.push(&files[start..]);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = groups[1..]
-                .iter()
-                .map(|g| scope.spawn(move || review_some(g)))
-                .collect();
-            let mut findings = review_some(groups[0]);
-            for h in handles {
-                findings.extend(h.join().unwrap_or_default());
-            }
-            findings
-        })
-    };
+    let findings = crate::par::map_shares(&files, |f| diff.file_text(f).len(), review_some);
     LensResponse {
         findings,
         summary: None,
     }
 }
-
-/// Below this much diff text, one thread is faster than starting more.
-const PARALLEL_FROM_BYTES: usize = 256 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Check {

@@ -133,8 +133,8 @@ mod tests {
 
     use super::*;
     use crate::diff::Diff;
-    use crate::lens::cli_env::fake::gone_soon;
     use crate::lens::BackendKind;
+    use crate::lens::cli_env::fake::gone_soon;
 
     const DIFF: &str = "\
 diff --git a/src/lib.rs b/src/lib.rs
@@ -225,7 +225,6 @@ diff --git a/src/lib.rs b/src/lib.rs
             .expect("pid");
         assert!(gone_soon(pid).await, "grandchild {pid} survived");
     }
-
 
     #[tokio::test]
     async fn garbage_output_is_unreadable() {
