@@ -642,3 +642,47 @@ fn the_trigger_label_asks_for_a_new_round_and_is_removed() {
     assert_eq!(json(&o)["skipped"], "already_reviewed");
     assert_eq!(fake.reviews(REPO, 7).len(), 2);
 }
+
+#[test]
+fn rate_limits_are_waited_out_with_a_notice() {
+    let fake = world();
+    // A secondary limit without `retry-after` (waits `rate_limit_floor`, 1s here), then a 429
+    // with `retry-after: 1`, then a slow reply: the round still completes, once.
+    fake.fail_next(
+        Route::exact("GET", &format!("/repos/{REPO}/pulls/7/files")),
+        Fault::SecondaryRateLimit { retry_after: None },
+        1,
+    );
+    fake.fail_next(
+        Route::exact("GET", &format!("/repos/{REPO}/pulls/7/reviews")),
+        Fault::TooManyRequests { retry_after: 1 },
+        1,
+    );
+    fake.fail_next(
+        Route::exact("GET", &format!("/repos/{REPO}/pulls/7")),
+        Fault::Delay(std::time::Duration::from_millis(300)),
+        1,
+    );
+    let run = Run::new("");
+    let o = run.review(&fake, Some(TOKEN), &["--post", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(json(&o)["posted"], true);
+    let err = stderr(&o);
+    assert!(err.matches("rate limit").count() >= 2, "{err}");
+    assert_eq!(fake.reviews(REPO, 7).len(), 1);
+}
+
+#[test]
+fn a_rate_limit_longer_than_allowed_fails_clearly() {
+    let fake = world();
+    fake.fail_next(
+        Route::exact("GET", &format!("/repos/{REPO}/pulls/7")),
+        Fault::primary_reset_in(403, 3600),
+        1,
+    );
+    let run = Run::new("");
+    let o = run.review(&fake, Some(TOKEN), &["--post"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("max_rate_limit_wait"), "{}", stderr(&o));
+    assert!(fake.reviews(REPO, 7).is_empty());
+}
