@@ -248,13 +248,11 @@ fn answer(body: &[u8], key: &str) -> Result<Answer, Failure> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
     use std::time::{Duration, Instant};
 
     use serde_json::json;
 
     use super::*;
-    use crate::diff::Diff;
     use crate::lens::http::tests::{FakeServer, Reply, fast_policy};
     use crate::lens::{BackendKind, FailureKind};
 
@@ -270,12 +268,7 @@ mod tests {
     }
 
     fn request() -> LensRequest {
-        let diff = "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,1 +1,2 @@\n fn a() {}\n+fn b() {}\n";
-        LensRequest {
-            prompt: PROMPT.to_owned(),
-            diff: Arc::new(Diff::parse(diff).expect("diff")),
-            pr: None,
-        }
+        crate::lens::cli_env::fake::request(PROMPT)
     }
 
     fn env(server: &FakeServer) -> ApiEnv {

@@ -136,15 +136,7 @@ mod tests {
     use crate::lens::BackendKind;
     use crate::lens::cli_env::fake::gone_soon;
 
-    const DIFF: &str = "\
-diff --git a/src/lib.rs b/src/lib.rs
---- a/src/lib.rs
-+++ b/src/lib.rs
-@@ -1,2 +1,3 @@
- fn a() {}
-+fn b() {}
- fn c() {}
-";
+    use crate::lens::cli_env::fake::DIFF;
 
     fn fixture(name: &str) -> String {
         let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests/fixtures/lenses", name]

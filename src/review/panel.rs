@@ -618,25 +618,10 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::diff::Diff;
     use crate::lens::AuthClass;
 
-    const DIFF: &str = "\
-diff --git a/src/lib.rs b/src/lib.rs
---- a/src/lib.rs
-+++ b/src/lib.rs
-@@ -1,2 +1,3 @@
- fn a() {}
-+fn b() {}
- fn c() {}
-";
-
     fn request() -> Arc<LensRequest> {
-        Arc::new(LensRequest {
-            prompt: "Review this change.".to_owned(),
-            diff: Arc::new(Diff::parse(DIFF).expect("diff")),
-            pr: None,
-        })
+        Arc::new(crate::lens::cli_env::fake::request("Review this change."))
     }
 
     fn command_lens(name: &str, script: &str) -> LensSpec {
