@@ -90,6 +90,22 @@ impl Default for ReviewConfig {
     }
 }
 
+impl ReviewConfig {
+    /// The `ignore_paths` globs as one matcher (validated when the config was loaded, so a
+    /// pattern that does not compile here is skipped rather than failing a review).
+    pub fn ignored(&self) -> globset::GlobSet {
+        let mut builder = globset::GlobSetBuilder::new();
+        for pattern in &self.ignore_paths {
+            if let Ok(glob) = globset::Glob::new(pattern) {
+                builder.add(glob);
+            }
+        }
+        builder
+            .build()
+            .unwrap_or_else(|_| globset::GlobSet::empty())
+    }
+}
+
 /// A `[[review.path]]` rule: extra instructions for files matching a glob.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -273,10 +289,6 @@ impl Config {
 
     /// The lenses a review runs when none are named on the command line: `[review] lenses`,
     /// else every configured lens, else `None` (the caller falls back to `builtin`).
-    pub fn default_lenses(&self) -> Option<Vec<LensSpec>> {
-        self.default_lenses_for(&self.review)
-    }
-
     fn default_lenses_for(&self, review: &ReviewConfig) -> Option<Vec<LensSpec>> {
         match &review.lenses {
             Some(names) => Some(names.iter().filter_map(|n| self.lens(n)).collect()),
@@ -518,13 +530,10 @@ subscription_concurrency = 2
         .unwrap();
         assert_eq!(c.lens.len(), 2);
         assert_eq!(c.lens[1].timeout, Some(Duration::from_secs(300)));
-        let names: Vec<_> = c
-            .default_lenses()
-            .unwrap()
-            .into_iter()
-            .map(|l| l.name.to_string())
-            .collect();
+        let selected = c.select_lenses(&c.review, &[]).unwrap();
+        let names: Vec<_> = selected.lenses.iter().map(|l| l.name.to_string()).collect();
         assert_eq!(names, ["claude", "terra"]);
+        assert!(!selected.fallback);
         assert_eq!(c.github.max_rate_limit_wait, Duration::from_secs(900));
     }
 
@@ -532,7 +541,9 @@ subscription_concurrency = 2
     fn empty_config_has_defaults_and_presets() {
         let c = parse("").unwrap();
         assert_eq!(c.review.max_comments, 30);
-        assert!(c.default_lenses().is_none());
+        let selected = c.select_lenses(&c.review, &[]).unwrap();
+        assert!(selected.fallback);
+        assert_eq!(selected.lenses[0].name.as_str(), "builtin");
         assert_eq!(c.lens("claude").unwrap().backend, BackendKind::ClaudeCli);
         assert!(c.lens("nope").is_none());
     }

@@ -378,13 +378,7 @@ fn all_ignored(diff: &Diff, no_patch: &[String], review: &ReviewConfig) -> bool 
     if review.ignore_paths.is_empty() {
         return false;
     }
-    let mut set = globset::GlobSetBuilder::new();
-    for p in &review.ignore_paths {
-        if let Ok(g) = globset::Glob::new(p) {
-            set.add(g);
-        }
-    }
-    let Ok(set) = set.build() else { return false };
+    let set = review.ignored();
     let paths: Vec<&str> = diff
         .files()
         .iter()
@@ -514,7 +508,7 @@ async fn post(
             .map(new_comment)
             .collect(),
     };
-    match send(client, req, &full, report, identity).await {
+    match send(client, req, &full, report, identity, per_lens).await {
         Ok(()) => {}
         Err(GithubError::Unprocessable { errors, .. }) => {
             // GitHub named no comment: put every finding in the body (none is ever lost).
@@ -533,7 +527,7 @@ async fn post(
                 comments: Vec::new(),
                 ..full
             };
-            send(client, req, &body_only, report, identity).await?;
+            send(client, req, &body_only, report, identity, per_lens).await?;
         }
         Err(e @ GithubError::Forbidden { .. }) => {
             notices.push(format!("notice: not posted: {e} A workflow run for a fork PR gets a read-only token; the review is printed above."));
@@ -553,12 +547,17 @@ async fn send(
     review: &NewReview,
     report: &Report,
     identity: &Identity,
+    per_lens: bool,
 ) -> Result<(), GithubError> {
     match client.create_review(&req.repo, req.number, review).await {
         Ok(_) => Ok(()),
         Err(GithubError::WriteUncertain { .. }) => {
             let reviews = client.reviews(&req.repo, req.number).await?;
-            if landed(&reviews, report, identity) {
+            // In per-lens mode the report is that one lens's review.
+            let lens = per_lens
+                .then(|| report.lenses.first().map(|l| l.lens.as_str()))
+                .flatten();
+            if landed(&reviews, report, identity, lens) {
                 return Ok(());
             }
             client
@@ -570,16 +569,12 @@ async fn send(
     }
 }
 
-/// Whether a review of ours for this round and head exists.
-fn landed(reviews: &[Review], report: &Report, identity: &Identity) -> bool {
-    let lens = (report.lenses.len() == 1).then(|| report.lenses[0].lens.as_str());
-    let history = History::read(reviews, &[], identity, lens);
-    let history_any = History::read(reviews, &[], identity, None);
-    [history, history_any].iter().any(|h| {
-        h.rounds
-            .iter()
-            .any(|(_, m)| Some(m.round) == report.round && Some(&m.head) == report.head.as_ref())
-    })
+/// Whether a review of ours for this round and head exists (for `lens`, in per-lens mode).
+fn landed(reviews: &[Review], report: &Report, identity: &Identity, lens: Option<&str>) -> bool {
+    History::read(reviews, &[], identity, lens)
+        .rounds
+        .iter()
+        .any(|(_, m)| Some(m.round) == report.round && Some(&m.head) == report.head.as_ref())
 }
 
 fn new_comment(f: &Finding) -> NewComment {

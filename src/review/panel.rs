@@ -119,21 +119,6 @@ impl Panel {
     }
 }
 
-/// The convenience entry point: a panel from the environment (no fallback) on one call.
-pub async fn run_panel(
-    lenses: &[LensSpec],
-    req: Arc<LensRequest>,
-    observer: &dyn PanelObserver,
-) -> Vec<LensRun> {
-    let input = PanelInput {
-        diff: Arc::clone(&req.diff),
-        calls: vec![req],
-    };
-    Panel::from_env(2, false)
-        .run(lenses, Arc::new(input), observer)
-        .await
-}
-
 /// What one lens ended with, before it becomes a [`LensRun`].
 #[derive(Debug)]
 struct Outcome {
@@ -619,6 +604,21 @@ mod tests {
 
     use super::*;
     use crate::lens::AuthClass;
+
+    /// A panel from the environment (no fallback) on one call.
+    async fn run_panel(
+        lenses: &[LensSpec],
+        req: Arc<LensRequest>,
+        observer: &dyn PanelObserver,
+    ) -> Vec<LensRun> {
+        let input = PanelInput {
+            diff: Arc::clone(&req.diff),
+            calls: vec![req],
+        };
+        Panel::from_env(2, false)
+            .run(lenses, Arc::new(input), observer)
+            .await
+    }
 
     fn request() -> Arc<LensRequest> {
         Arc::new(crate::lens::cli_env::fake::request("Review this change."))

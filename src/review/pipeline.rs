@@ -3,8 +3,6 @@
 
 use std::sync::Arc;
 
-use globset::{Glob, GlobSetBuilder};
-
 use crate::config::ReviewConfig;
 use crate::diff::Diff;
 use crate::evidence::{MergeMember, Record};
@@ -158,16 +156,7 @@ fn record_merge(
 
 /// Drops what no lens should see — binary files and `ignore_paths` — and lists each of them.
 fn gate(mut diff: Diff, config: &ReviewConfig) -> (Diff, Vec<NotReviewed>) {
-    let mut builder = GlobSetBuilder::new();
-    for pattern in &config.ignore_paths {
-        // Validated when the config was loaded.
-        if let Ok(glob) = Glob::new(pattern) {
-            builder.add(glob);
-        }
-    }
-    let ignored = builder
-        .build()
-        .unwrap_or_else(|_| globset::GlobSet::empty());
+    let ignored = config.ignored();
     let mut not_reviewed = Vec::new();
     diff.retain(|file| {
         let reason = if ignored.is_match(file.path()) {
