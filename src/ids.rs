@@ -79,6 +79,71 @@ impl fmt::Debug for HeadSha {
     }
 }
 
+/// A GitHub App installation (from a webhook event's `installation.id`).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct InstallationId(pub u64);
+
+impl fmt::Display for InstallationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl fmt::Debug for InstallationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "installation {}", self.0)
+    }
+}
+
+/// GitHub's `X-GitHub-Delivery` (a GUID): the key that makes a redelivery start nothing.
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct DeliveryId(String);
+
+impl DeliveryId {
+    /// Accepts 1–100 characters of `[A-Za-z0-9-]` (a GUID in practice); anything else is `None`.
+    pub fn parse(s: &str) -> Option<Self> {
+        let s = s.trim();
+        (!s.is_empty()
+            && s.len() <= 100
+            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+        .then(|| Self(s.to_owned()))
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for DeliveryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for DeliveryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// A queued review job in the store.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct JobId(pub i64);
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl fmt::Debug for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "job {}", self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

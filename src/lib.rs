@@ -9,6 +9,7 @@ pub mod config;
 pub mod diff;
 pub mod doctor;
 pub mod evidence;
+pub mod flow;
 pub mod github;
 pub mod ids;
 pub mod lens;

@@ -43,6 +43,20 @@ impl fmt::Debug for RepoName {
     }
 }
 
+impl Serialize for RepoName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for RepoName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        RepoName::parse(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("not an owner/name: {s:?}")))
+    }
+}
+
 /// A GitHub account.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct User {

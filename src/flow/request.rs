@@ -1,0 +1,55 @@
+//! The one request every trigger builds: the CLI's flags, the Actions event and a webhook
+//! delivery all become a [`ReviewRequest`], and the flow takes nothing else.
+
+use serde::{Deserialize, Serialize};
+
+use crate::github::model::RepoName;
+use crate::ids::{HeadSha, InstallationId, PrNumber};
+
+/// Why a round was asked for. Stored with a queued job, so it serialises.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Reason {
+    /// `reviewbot review --pr` from a terminal.
+    Cli,
+    /// The composite Action (`GITHUB_EVENT_PATH` named the PR).
+    Action,
+    /// `pull_request` `opened`.
+    Opened,
+    /// `pull_request` `reopened`.
+    Reopened,
+    /// `pull_request` `ready_for_review`.
+    ReadyForReview,
+    /// `pull_request` `synchronize`: a push.
+    Synchronize,
+    /// `pull_request` `labeled`; a round only when `label` is the (repository's) trigger label.
+    Labeled { label: String },
+    /// `issue_comment` `/reviewbot review`; a round only when `user` may write to the repository.
+    Command { user: String },
+}
+
+impl Reason {
+    /// An explicit ask for a round now, even on a head already reviewed (once it is confirmed:
+    /// the trigger label, a permitted command, the CLI's `--again`).
+    pub fn is_explicit(&self) -> bool {
+        matches!(self, Reason::Labeled { .. } | Reason::Command { .. })
+    }
+}
+
+/// What to review, why, and whether to post.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewRequest {
+    pub repo: RepoName,
+    pub pr: PrNumber,
+    /// The head the trigger saw (a webhook names it); `None` when the trigger does not know it
+    /// (the CLI). The flow reviews the PR's current head and records which one it reviewed.
+    pub head: Option<HeadSha>,
+    /// The App installation whose token the flow uses; `None` for the CLI and the Action.
+    pub installation: Option<InstallationId>,
+    pub reason: Reason,
+    /// Review even a head already reviewed (`--again`; a confirmed trigger label or command).
+    pub force: bool,
+    pub post: bool,
+    /// Lenses named on the command line (they win over every config); empty for the App.
+    pub lenses: Vec<String>,
+}
