@@ -1,4 +1,4 @@
-//! The command line: `reviewbot review`, and the exit codes DESIGN.md pins.
+//! The command line: `reviewbot review`, and its exit codes (`docs/contract.md` "Exit codes").
 //!
 //! 0 review done · 1 `--fail-on` threshold met · 2 usage, config or input error ·
 //! 3 runtime failure (every lens failed).

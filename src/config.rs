@@ -1,4 +1,4 @@
-//! The config file (TOML, DESIGN.md "Config file").
+//! The config file (TOML, `docs/contract.md` "Config file").
 //!
 //! Every key has a default; an unknown key or a bad value is an error naming the key and the
 //! line, so a typo never silently turns a setting off.

@@ -4,7 +4,7 @@
 //! What is read from the environment is captured once into a [`DoctorEnv`], so tests hand the
 //! checks any values without touching the process environment. Every check yields one or more
 //! [`Check`] lines; [`DoctorReport::render`] prints them with a verdict, and the caller exits 3
-//! when [`DoctorReport::all_ok`] is false (DESIGN.md "Commands").
+//! when [`DoctorReport::all_ok`] is false (`docs/contract.md` "Exit codes").
 //!
 //! Per backend:
 //! - `builtin`: nothing to set up.

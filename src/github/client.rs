@@ -1,7 +1,7 @@
 //! The GitHub REST client, on octocrab with octocrab's own retries off.
 //!
 //! Every request goes through one function, `GithubClient::request`, which owns the whole
-//! retry policy (`shared/reference/github.md` §6.3):
+//! retry policy (`docs/contract.md` "Retry rules", from GitHub's REST docs):
 //! - a `GET` is retried on transport errors and 5xx, with exponential backoff
 //!   (`backoff_base`, ×2 each time), `retries` attempts in all;
 //! - a 403/429 rate limit is waited out, for any method: `retry-after` when present; else, with

@@ -1,4 +1,4 @@
-//! The `anthropic` backend: the Messages API over HTTPS (llm-backends.md §3).
+//! The `anthropic` backend: the Messages API over HTTPS (`docs/contract.md` "Backends").
 //!
 //! `POST {ANTHROPIC_BASE_URL or https://api.anthropic.com}/v1/messages` with `x-api-key` and
 //! `anthropic-version: 2023-06-01`. The whole prompt is the one user message (the lens's focus

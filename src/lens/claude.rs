@@ -3,7 +3,7 @@
 //! The prompt goes on stdin and the argv is constant; the CLI has no tools and no MCP servers,
 //! runs in an empty scratch directory with an allow-listed environment (never an API key, which
 //! would switch billing to the API), and its process group is ended on timeout
-//! (`llm-backends.md` §1, security checklist §5).
+//! (`docs/contract.md` "Backends", "Isolation").
 
 use std::ffi::OsString;
 

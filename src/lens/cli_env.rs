@@ -17,7 +17,7 @@ use super::{Failure, FailureKind};
 const BASE: [&str; 5] = ["PATH", "HOME", "USER", "LANG", "TMPDIR"];
 
 /// Extra variables for `claude`: where its login lives, and the subscription token for CI
-/// (DESIGN.md: `CLAUDE_CODE_OAUTH_TOKEN` goes to a `claude-cli` lens and nothing else).
+/// (`docs/contract.md` "Isolation": it goes to a `claude-cli` lens and nothing else).
 const CLAUDE_EXTRA: [&str; 2] = ["CLAUDE_CONFIG_DIR", "CLAUDE_CODE_OAUTH_TOKEN"];
 
 /// Extra variables for `codex`: where its login and config live.

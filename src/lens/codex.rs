@@ -3,7 +3,7 @@
 //! The prompt goes on stdin and the argv is constant; the CLI runs read-only and ephemeral in an
 //! empty scratch directory (holding only the response schema), with an allow-listed environment
 //! (never an API key, which would switch billing to the API), and its process group is ended on
-//! timeout (`llm-backends.md` §2, security checklist §5).
+//! timeout (`docs/contract.md` "Backends", "Isolation").
 
 use std::ffi::OsString;
 use std::path::Path;

@@ -20,7 +20,7 @@ use crate::review::finding::{LensResponse, response_schema};
 const BASE_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TMPDIR"];
 
 /// Variables a command lens never gets, even when its config names them: the bot's own
-/// credentials (DESIGN.md "Isolation"), and the Claude subscription token, which is for a
+/// credentials (`docs/contract.md` "Isolation"), and the Claude subscription token, which is for a
 /// `claude-cli` lens only.
 const NEVER_ENV: [&str; 8] = [
     "GITHUB_TOKEN",
@@ -33,7 +33,7 @@ const NEVER_ENV: [&str; 8] = [
     "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
 ];
 
-/// What a command lens reads on stdin (DESIGN.md "The `command` lens").
+/// What a command lens reads on stdin (`docs/contract.md` "Command lens").
 #[derive(Serialize)]
 struct CommandRequest<'a> {
     lens: &'a str,

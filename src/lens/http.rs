@@ -2,7 +2,7 @@
 //! capped body, tolerant reading of error bodies, classification of failures, and the bounded
 //! retry loop.
 //!
-//! Classification follows the vendors' SDKs (llm-backends.md §3.3, §4.3, §5): the HTTP status
+//! Classification follows the vendors' SDKs (`docs/contract.md` "Backends"): the HTTP status
 //! decides, the body refines. `x-should-retry` is obeyed; 408, 409, 429 and 5xx (529 included) are
 //! retried after `retry-after-ms` / `retry-after` or an exponential backoff with jitter; a
 //! billing or quota state is never retried, whatever its status, because waiting will not clear it.

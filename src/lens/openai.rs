@@ -1,5 +1,6 @@
-//! The `openai` backend: Chat Completions over HTTPS (llm-backends.md §4), which OpenAI and
-//! every OpenAI-compatible server (vLLM, Ollama, LiteLLM, Azure, DeepSeek, Mistral) speak.
+//! The `openai` backend: Chat Completions over HTTPS (`docs/contract.md` "Backends"), which
+//! OpenAI and every OpenAI-compatible server (vLLM, Ollama, LiteLLM, Azure, DeepSeek, Mistral)
+//! speak.
 //!
 //! `POST {OPENAI_BASE_URL or https://api.openai.com/v1}/chat/completions` with
 //! `Authorization: Bearer`. The base URL is read as the OpenAI SDKs read it, **with** `/v1`, so

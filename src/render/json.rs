@@ -1,4 +1,4 @@
-//! `--format json`: exactly one document (DESIGN.md "--format json").
+//! `--format json`: exactly one document (`docs/contract.md` "JSON output").
 
 use serde::Serialize;
 

@@ -1,5 +1,5 @@
 //! The posted form of a round: review body, line comments and their hidden markers
-//! (DESIGN.md "What a posted round looks like"); `--format markdown` prints the same.
+//! (`docs/contract.md` "Posted round", "Markers"); `--format markdown` prints the same.
 
 use std::fmt::Write;
 
@@ -44,7 +44,7 @@ pub fn body(report: &Report, opts: &BodyOptions<'_>) -> String {
         }
         _ => out.push_str("Review of a local diff"),
     }
-    // DESIGN.md: "reviewers: a (m), b (m)" for a panel, "reviewer a (m)" for one lens's review.
+    // `docs/contract.md` "Posted round": "reviewers: a (m), b (m)"; per lens "reviewer a (m)".
     let who = if opts.per_lens {
         "reviewer"
     } else {

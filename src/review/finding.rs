@@ -7,7 +7,7 @@ use crate::diff::{Diff, FileDiff, Side};
 use crate::ids::LensName;
 use crate::review::{Confidence, Severity};
 
-/// One finding as a lens reports it (DESIGN.md "Lens response").
+/// One finding as a lens reports it (`docs/contract.md` "Lens response").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RawFinding {
     pub path: String,

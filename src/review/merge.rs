@@ -1,4 +1,4 @@
-//! Merging findings from several lenses (DESIGN.md "Merging, pinned").
+//! Merging findings from several lenses (`docs/contract.md` "Merging").
 //!
 //! Two findings are one when they name the same file and side, their line ranges overlap or lie
 //! within [`NEAR_LINES`] lines, and they speak of the same problem. "Same problem" cannot be the

@@ -252,7 +252,7 @@ impl Shared {
             },
             Err(e) => Outcome::failed(spec, e),
         };
-        // The builtin lens has no model, whatever its spec says (DESIGN.md `--format json`).
+        // The builtin lens has no model, whatever its spec says (`docs/contract.md` "JSON output").
         outcome.model = None;
         outcome
     }

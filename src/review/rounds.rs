@@ -16,7 +16,7 @@ use crate::ids::HeadSha;
 use crate::review::finding::{Finding, fingerprint};
 use crate::review::{Severity, Verdict};
 
-/// Whose reviews count as reviewbot's own (DESIGN.md "Whose markers count").
+/// Whose reviews count as reviewbot's own (`docs/contract.md` "Whose markers count").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Identity {
     /// A known login: `[github] bot_login`, or the token's user from `GET /user`.

@@ -1,7 +1,7 @@
 //! `action/action.yml` run as a GitHub runner would run it, against the fake GitHub.
 //!
 //! The file is parsed structurally (`yaml_serde`), checked against the composite-action rules of
-//! shared/reference/github.md §7, and then its `run` steps are executed in order with `bash
+//! `docs/contract.md` "Composite action rules", then its `run` steps are run in order with `bash
 //! --noprofile --norc -eo pipefail` (what `shell: bash` means on a runner). Each step's `env:`
 //! is built by evaluating the `${{ … }}` expressions the action uses; any other expression fails
 //! the test. The runner's files (`GITHUB_OUTPUT`, `GITHUB_STEP_SUMMARY`, `GITHUB_PATH`) are

@@ -1,4 +1,4 @@
-//! A stateful fake of the GitHub REST API, in the style of bors' test "world" (rust-style.md §9).
+//! A stateful fake of the GitHub REST API, in the style of the test "world" of rust-lang/bors.
 //!
 //! One `World` holds tokens, repositories, PRs (with every head they ever had), reviews, review
 //! comments, file contents and compare results. Handlers read and mutate it, so a test can run the
@@ -7,8 +7,8 @@
 //! route with [`FakeGithub::fail_next`]. Any route the fake does not know answers 404 and is
 //! recorded in [`FakeGithub::unexpected`].
 //!
-//! Wire shapes follow the fixtures in `shared/fixtures/github-webhooks` and
-//! `shared/reference/github.md` (422 rules §5, `.diff` and its 406 §4.1, rate limits §6).
+//! Wire shapes follow GitHub's REST docs as `docs/contract.md` sums them up ("Review rules" for the
+//! 422s, "Diff media type" for `.diff` and its 406, "Retry rules" for rate limits).
 
 // A support module: not every helper is used by every test binary build.
 #![allow(dead_code)]
