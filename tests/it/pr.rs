@@ -686,3 +686,185 @@ fn a_rate_limit_longer_than_allowed_fails_clearly() {
     assert!(stderr(&o).contains("max_rate_limit_wait"), "{}", stderr(&o));
     assert!(fake.reviews(REPO, 7).is_empty());
 }
+
+// ---- the shared flow, in process: what the App's triggers ask for ----
+
+mod flow {
+    use reviewbot::config::Config;
+    use reviewbot::flow::{FlowCtx, FlowOutcome, Reason, ReviewRequest, review_pr};
+    use reviewbot::github::client::{ClientLimits, GithubClient};
+    use reviewbot::github::model::RepoName;
+    use reviewbot::ids::{HeadSha, PrNumber};
+    use reviewbot::review::notice::Notice;
+    use reviewbot::review::panel::{NoProgress, Panel, SubscriptionSlots};
+
+    use super::{LIB_PATCH, PY_PATCH, REPO, TOKEN, world};
+    use crate::fake_github::{FakeGithub, FileSpec, Route, sha};
+
+    const WRITERS: [&str; 3] = ["ann", "max", "wes"];
+
+    /// Runs the flow for PR #7 with `reason`, posting, the builtin lens, and an installation
+    /// token, as a worker would.
+    async fn run(fake: &FakeGithub, reason: Reason, head: Option<&str>) -> FlowOutcome {
+        let github =
+            GithubClient::new(&fake.url(), Some(TOKEN.to_owned()), ClientLimits::default())
+                .expect("client");
+        let config = Config::default();
+        let panel = Panel::from_env(SubscriptionSlots::new(1), false);
+        let ctx = FlowCtx {
+            github: &github,
+            has_token: true,
+            config: &config,
+            panel: &panel,
+            observer: &NoProgress,
+        };
+        let req = ReviewRequest {
+            repo: RepoName::parse(REPO).expect("repo"),
+            pr: PrNumber(7),
+            head: head.map(|h| HeadSha::parse(h).expect("sha")),
+            installation: None,
+            reason,
+            force: false,
+            post: true,
+            lenses: Vec::new(),
+        };
+        review_pr(&ctx, &req).await.expect("flow")
+    }
+
+    fn skipped(out: &FlowOutcome) -> Option<&'static str> {
+        out.skipped().map(|r| r.as_str())
+    }
+
+    fn files_read(fake: &FakeGithub) -> usize {
+        fake.count("GET", &format!("/repos/{REPO}/pulls/7/files"))
+    }
+
+    fn labeled(label: &str) -> Reason {
+        Reason::Labeled {
+            label: label.to_owned(),
+        }
+    }
+
+    fn command(user: &str) -> Reason {
+        Reason::Command {
+            user: user.to_owned(),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_trigger_label_event_forces_a_round_and_takes_the_label_off() {
+        let fake = world();
+        assert!(run(&fake, Reason::Opened, None).await.posted());
+        // The same head again without an ask: nothing.
+        let again = run(&fake, Reason::Synchronize, None).await;
+        assert_eq!(skipped(&again), Some("already_reviewed"));
+        fake.set_labels(REPO, 7, &["bug", "reviewbot:review"]);
+        let out = run(&fake, labeled("reviewbot:review"), None).await;
+        assert!(out.posted(), "{:?}", out.notices);
+        assert_eq!(out.reports[0].round, Some(2));
+        assert_eq!(fake.reviews(REPO, 7).len(), 2);
+        assert_eq!(fake.labels(REPO, 7), vec!["bug".to_owned()]);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn another_label_is_no_ask_and_reads_nothing_more() {
+        let fake = world();
+        fake.set_labels(REPO, 7, &["bug"]);
+        let out = run(&fake, labeled("bug"), None).await;
+        assert_eq!(skipped(&out), Some("not_trigger_label"));
+        assert!(fake.reviews(REPO, 7).is_empty());
+        assert_eq!(files_read(&fake), 0);
+        assert!(
+            out.notices
+                .iter()
+                .any(|n| n.to_string().contains("`bug` is not the trigger label")),
+            "{:?}",
+            out.notices
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_repository_may_rename_the_trigger_label() {
+        let fake = world();
+        fake.add_file_content(
+            REPO,
+            "main",
+            ".github/reviewbot.toml",
+            "[review]\ntrigger_label = \"bot:again\"\n",
+        );
+        let out = run(&fake, labeled("reviewbot:review"), None).await;
+        assert_eq!(skipped(&out), Some("not_trigger_label"));
+        fake.set_labels(REPO, 7, &["bot:again"]);
+        let out = run(&fake, labeled("bot:again"), None).await;
+        assert!(out.posted(), "{:?}", out.notices);
+        assert!(fake.labels(REPO, 7).is_empty());
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_command_from_a_writer_forces_a_round() {
+        let fake = world();
+        for (user, role) in WRITERS.iter().zip(["admin", "maintain", "write"]) {
+            fake.set_role(REPO, user, role);
+        }
+        assert!(run(&fake, Reason::Opened, None).await.posted());
+        for (i, user) in WRITERS.iter().enumerate() {
+            let out = run(&fake, command(user), None).await;
+            assert!(out.posted(), "{user}: {:?}", out.notices);
+            assert_eq!(out.reports[0].round, Some(i as u32 + 2));
+        }
+        assert_eq!(fake.reviews(REPO, 7).len(), 4);
+        assert_eq!(
+            fake.count("GET", &format!("/repos/{REPO}/collaborators/")),
+            3
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_command_from_anyone_else_is_refused_quietly() {
+        let fake = world();
+        fake.set_role(REPO, "rita", "read");
+        fake.set_role(REPO, "tom", "triage");
+        // `nobody` has no role: GitHub answers 404, which is no permission.
+        for user in ["rita", "tom", "nobody"] {
+            let out = run(&fake, command(user), None).await;
+            assert_eq!(skipped(&out), Some("not_permitted"), "{user}");
+        }
+        assert!(fake.reviews(REPO, 7).is_empty());
+        assert!(fake.review_comments(REPO, 7).is_empty());
+        assert_eq!(files_read(&fake), 0);
+        let asked = fake.requests().into_iter().filter(|r| {
+            Route::prefix("GET", &format!("/repos/{REPO}/collaborators/"))
+                .matches(&r.method, &r.path)
+        });
+        let statuses: Vec<u16> = asked.map(|r| r.status).collect();
+        assert_eq!(statuses, [200, 200, 404]);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_moved_head_is_reviewed_at_the_prs_current_head() {
+        let fake = world();
+        let newer = sha("newer");
+        fake.set_head(
+            REPO,
+            7,
+            &newer,
+            vec![
+                FileSpec::modified("src/main.rs", LIB_PATCH),
+                FileSpec::modified("app/work.py", PY_PATCH),
+            ],
+        );
+        let out = run(&fake, Reason::Synchronize, Some(&sha("head"))).await;
+        assert!(out.posted());
+        assert_eq!(out.head.as_str(), newer);
+        assert_eq!(
+            out.reports[0].head.as_ref().map(|h| h.as_str()),
+            Some(newer.as_str())
+        );
+        assert_eq!(fake.reviews(REPO, 7)[0]["commit_id"], newer.as_str());
+        assert!(
+            out.notices
+                .iter()
+                .any(|n| matches!(n, Notice::HeadMoved { .. }))
+        );
+    }
+}
