@@ -12,7 +12,7 @@
 //! POST. A later round adds the thread comments and the compare call; a command adds the
 //! commenter's permission.
 
-pub mod gather;
+mod gather;
 mod post;
 pub mod request;
 
@@ -173,11 +173,12 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
         })
         .collect();
 
-    // The trigger label on the PR (from an event, or still there for the CLI) and a permitted
-    // command ask for a round now, even on a head already reviewed.
-    let label_asked = matches!(req.reason, Reason::Labeled { .. })
-        || gate::trigger_label_on(&pull.labels, &out.review);
-    let force = req.force || req.reason.is_explicit() || label_asked;
+    // The trigger label still on the PR and a permitted command ask for a round now, even on a
+    // head already reviewed. A `labeled` event whose label is gone again was answered already
+    // (a redelivery, or a retried job after we took it off): no second round for it.
+    let label_asked = gate::trigger_label_on(&pull.labels, &out.review);
+    let commanded = matches!(req.reason, Reason::Command { .. });
+    let force = req.force || commanded || label_asked;
     // Which groups still need a round on this head.
     let mut todo = Vec::new();
     for (lens, history) in groups.iter().zip(&histories) {

@@ -187,8 +187,10 @@ mod tests {
 
     #[test]
     fn only_the_trigger_label_and_writers_ask_for_a_round() {
-        let mut review = ReviewConfig::default();
-        review.trigger_label = "bot:again".into();
+        let review = ReviewConfig {
+            trigger_label: "bot:again".into(),
+            ..ReviewConfig::default()
+        };
         assert_eq!(labeled("bot:again", &review), Ok(()));
         let other = labeled("reviewbot:review", &review).unwrap_err();
         assert_eq!(other.as_str(), "not_trigger_label");

@@ -764,6 +764,11 @@ mod flow {
         assert_eq!(out.reports[0].round, Some(2));
         assert_eq!(fake.reviews(REPO, 7).len(), 2);
         assert_eq!(fake.labels(REPO, 7), vec!["bug".to_owned()]);
+        // The same event again (a redelivery, a retried job): the label is gone, the ask was
+        // answered, and no third round is posted.
+        let retried = run(&fake, labeled("reviewbot:review"), None).await;
+        assert_eq!(skipped(&retried), Some("already_reviewed"));
+        assert_eq!(fake.reviews(REPO, 7).len(), 2);
     }
 
     #[tokio::test(flavor = "multi_thread")]
