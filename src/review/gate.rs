@@ -204,6 +204,17 @@ mod tests {
     }
 
     #[test]
+    fn a_custom_role_counts_as_its_base_permission() {
+        let p = |role, base| Permission::from_api(role, base);
+        assert_eq!(p(Some("maintain"), Some("write")), Permission::Maintain);
+        assert_eq!(p(Some("triage"), Some("read")), Permission::Triage);
+        assert!(p(Some("release-manager"), Some("write")).can_write());
+        assert!(!p(Some("auditor"), Some("read")).can_write());
+        assert_eq!(p(None, None), Permission::None);
+        assert_eq!(p(Some("owner?"), Some("sudo")), Permission::None);
+    }
+
+    #[test]
     fn skip_reasons_serialise_as_their_names() {
         let json = serde_json::to_string(&SkipReason::OptOut { label: "x".into() }).unwrap();
         assert_eq!(json, "\"opt_out\"");
