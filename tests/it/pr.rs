@@ -706,15 +706,24 @@ mod flow {
     /// Runs the flow for PR #7 with `reason`, posting, the builtin lens, and an installation
     /// token, as a worker would.
     async fn run(fake: &FakeGithub, reason: Reason, head: Option<&str>) -> FlowOutcome {
+        run_with(fake, &Config::default(), reason, head).await
+    }
+
+    /// [`run`] with the operator's `config`.
+    async fn run_with(
+        fake: &FakeGithub,
+        config: &Config,
+        reason: Reason,
+        head: Option<&str>,
+    ) -> FlowOutcome {
         let github =
             GithubClient::new(&fake.url(), Some(TOKEN.to_owned()), ClientLimits::default())
                 .expect("client");
-        let config = Config::default();
         let panel = Panel::from_env(SubscriptionSlots::new(1), false);
         let ctx = FlowCtx {
             github: &github,
             has_token: true,
-            config: &config,
+            config,
             panel: &panel,
             observer: &NoProgress,
         };
@@ -870,6 +879,46 @@ mod flow {
             out.notices
                 .iter()
                 .any(|n| matches!(n, Notice::HeadMoved { .. }))
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_opt_out_label_arriving_while_the_lenses_run_stops_the_post() {
+        let fake = world();
+        let dir = tempfile::tempdir().unwrap();
+        let (started, go) = (dir.path().join("started"), dir.path().join("go"));
+        let script = dir.path().join("waits.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\ncat >/dev/null\ntouch '{}'\nwhile [ ! -f '{}' ]; do sleep 0.05; done\necho '{{\"findings\":[]}}'\n",
+                started.display(),
+                go.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let text = super::lens("waits", &script);
+        let config = Config::parse(&text, std::path::Path::new("reviewbot.toml")).unwrap();
+        // While the lens runs, someone adds the opt-out label.
+        let meanwhile = async {
+            while !started.exists() {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            fake.set_labels(REPO, 7, &["reviewbot:no-review"]);
+            std::fs::write(&go, "").unwrap();
+        };
+        let (out, ()) = tokio::join!(run_with(&fake, &config, Reason::Opened, None), meanwhile);
+        assert_eq!(skipped(&out), Some("opt_out"));
+        assert!(!out.posted());
+        assert!(fake.reviews(REPO, 7).is_empty());
+        assert!(
+            out.notices
+                .iter()
+                .any(|n| matches!(n, Notice::OptedOutMeanwhile { .. })),
+            "{:?}",
+            out.notices
         );
     }
 }
