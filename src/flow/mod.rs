@@ -4,7 +4,7 @@
 //! [`review_pr`] reads top to bottom: `gather` (the PR and its settings) → admit the ask (the
 //! trigger label, the commenter's permission) → `review::gate` → `gather` (files, past rounds)
 //! → `review::scope` → `review::pipeline` (the panel) → `review::rounds::settle` → `post`.
-//! GitHub is read only in [`gather`] and written only in [`post`]; every decision between is a
+//! GitHub is read only in `gather` and written only in `post`; every decision between is a
 //! pure function of what was gathered.
 //!
 //! Requests for a first round of an F-file PR: the PR, the base branch's config, ⌈F/100⌉ file
