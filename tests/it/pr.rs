@@ -20,6 +20,14 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// PR #7's two files.
+fn pr_files() -> Vec<FileSpec> {
+    vec![
+        FileSpec::modified("src/main.rs", LIB_PATCH),
+        FileSpec::modified("app/work.py", PY_PATCH),
+    ]
+}
+
 /// A world with one PR (#7) of two files, and an App-like token.
 fn world() -> FakeGithub {
     let fake = FakeGithub::start();
@@ -28,10 +36,7 @@ fn world() -> FakeGithub {
         REPO,
         PrSpec {
             number: 7,
-            files: vec![
-                FileSpec::modified("src/main.rs", LIB_PATCH),
-                FileSpec::modified("app/work.py", PY_PATCH),
-            ],
+            files: pr_files(),
             ..PrSpec::default()
         },
     );
@@ -698,8 +703,8 @@ mod flow {
     use reviewbot::review::notice::Notice;
     use reviewbot::review::panel::{NoProgress, Panel, SubscriptionSlots};
 
-    use super::{LIB_PATCH, PY_PATCH, REPO, TOKEN, world};
-    use crate::fake_github::{FakeGithub, FileSpec, Route, sha};
+    use super::{REPO, TOKEN, world};
+    use crate::fake_github::{FakeGithub, Route, sha};
 
     const WRITERS: [&str; 3] = ["ann", "max", "wes"];
 
@@ -858,15 +863,7 @@ mod flow {
     async fn a_moved_head_is_reviewed_at_the_prs_current_head() {
         let fake = world();
         let newer = sha("newer");
-        fake.set_head(
-            REPO,
-            7,
-            &newer,
-            vec![
-                FileSpec::modified("src/main.rs", LIB_PATCH),
-                FileSpec::modified("app/work.py", PY_PATCH),
-            ],
-        );
+        fake.set_head(REPO, 7, &newer, super::pr_files());
         let out = run(&fake, Reason::Synchronize, Some(&sha("head"))).await;
         assert!(out.posted());
         assert_eq!(out.head.as_str(), newer);
