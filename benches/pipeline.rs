@@ -20,7 +20,7 @@ use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_group}
 use reviewbot::diff::Diff;
 use reviewbot::lens::{BackendKind, LensRequest, LensSpec};
 use reviewbot::plan::{self, PlanOptions};
-use reviewbot::review::panel::{NoProgress, Panel, PanelInput};
+use reviewbot::review::panel::{NoProgress, Panel, PanelInput, SubscriptionSlots};
 
 /// Where the diff-parsing input lives: `$REVIEWBOT_BENCH_DIFF`, else `target/bench/django.diff`.
 fn bench_diff_path() -> PathBuf {
@@ -219,7 +219,7 @@ fn panel_benches(c: &mut Criterion) {
         diff: Arc::clone(&diff),
         pr: None,
     }));
-    let panel = Panel::from_env(2, false);
+    let panel = Panel::from_env(SubscriptionSlots::new(2), false);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -13,13 +13,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::config::{self, Config};
 use crate::diff::Diff;
 use crate::evidence::Evidence;
+use crate::flow::{self, FlowCtx, Reason, ReviewRequest};
 use crate::github::{self, client::ClientLimits, model::RepoName};
 use crate::ids::PrNumber;
 use crate::lens::LensSpec;
-use crate::pr::{self, PrError, PrRequest};
 use crate::render::markdown::BodyOptions;
 use crate::render::{self, Format};
-use crate::review::panel::{Panel, PanelObserver};
+use crate::review::notice::Notice;
+use crate::review::panel::{Panel, PanelObserver, SubscriptionSlots};
 use crate::review::{Report, pipeline};
 
 #[derive(Debug, Parser)]
@@ -206,7 +207,7 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
         .build()
         .map_err(|e| CliError::Runtime(format!("cannot start the runtime: {e}")))?;
     let mut panel = Panel::from_env(
-        config.limits.subscription_concurrency,
+        SubscriptionSlots::new(config.limits.subscription_concurrency),
         !args.common.no_api_fallback,
     );
     if let Some(dir) = &args.common.evidence {
@@ -250,19 +251,18 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
                 let client = github::client::from_env(limits)
                     .map_err(|e| CliError::Runtime(e.to_string()))?;
                 let observer = progress_observer();
-                let result = pr::review_pr(
-                    &client,
+                let ctx = FlowCtx {
+                    github: &client,
                     has_token,
-                    &config,
-                    &request,
-                    &panel,
-                    observer.as_ref(),
-                )
-                .await;
+                    config: &config,
+                    panel: &panel,
+                    observer: observer.as_ref(),
+                };
+                let result = flow::review_pr(&ctx, &request).await;
                 tracing::info!(requests = client.request_count(), "GitHub requests made");
-                result.map_err(|e| match e {
-                    PrError::Github(e) => CliError::Runtime(e.to_string()),
-                    PrError::Config(e) => CliError::Usage(e),
+                result.map_err(|e| match e.is_github() {
+                    true => CliError::Runtime(e.to_string()),
+                    false => CliError::Usage(e.to_string()),
                 })
             })?;
             for notice in &outcome.notices {
@@ -306,15 +306,18 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
 
 /// What `--pr` asks: the repository and number from the flags, the workflow's environment, or
 /// the `origin` remote.
-fn pr_request(args: &ReviewArgs) -> Result<PrRequest, CliError> {
-    let number = match args.pr {
-        Some(n) => PrNumber(n),
-        None => event_pr().ok_or_else(|| {
-            CliError::Usage(
-                "give --diff FILE or --pr N (in a workflow, the PR comes from GITHUB_EVENT_PATH)"
-                    .to_owned(),
-            )
-        })?,
+fn pr_request(args: &ReviewArgs) -> Result<ReviewRequest, CliError> {
+    let (number, reason) = match args.pr {
+        Some(n) => (PrNumber(n), Reason::Cli),
+        None => {
+            let n = event_pr().ok_or_else(|| {
+                CliError::Usage(
+                    "give --diff FILE or --pr N (in a workflow, the PR comes from GITHUB_EVENT_PATH)"
+                        .to_owned(),
+                )
+            })?;
+            (n, Reason::Action)
+        }
     };
     let repo = match &args.repo {
         Some(r) => Some(r.clone()),
@@ -331,11 +334,14 @@ fn pr_request(args: &ReviewArgs) -> Result<PrRequest, CliError> {
             )
         })?,
     };
-    Ok(PrRequest {
+    Ok(ReviewRequest {
         repo,
-        number,
-        post: args.post,
+        pr: number,
+        head: None,
+        installation: None,
+        reason,
         force: args.again,
+        post: args.post,
         lenses: args.common.lenses.clone(),
     })
 }
@@ -343,7 +349,7 @@ fn pr_request(args: &ReviewArgs) -> Result<PrRequest, CliError> {
 /// The PR of the workflow event at `GITHUB_EVENT_PATH`, if any.
 fn event_pr() -> Option<PrNumber> {
     let path = std::env::var_os("GITHUB_EVENT_PATH")?;
-    pr::pr_from_event(&std::fs::read_to_string(path).ok()?)
+    pr_from_event(&std::fs::read_to_string(path).ok()?)
 }
 
 /// `owner/name` of the `origin` remote of the repository we are in.
@@ -355,8 +361,29 @@ fn origin_repo() -> Option<RepoName> {
         .ok()?;
     out.status
         .success()
-        .then(|| pr::repo_from_remote(&String::from_utf8_lossy(&out.stdout)))
+        .then(|| repo_from_remote(&String::from_utf8_lossy(&out.stdout)))
         .flatten()
+}
+
+/// Reads the PR number from a GitHub Actions event payload (`pull_request.number`, or an
+/// `issue_comment` on a PR).
+pub fn pr_from_event(payload: &str) -> Option<PrNumber> {
+    let v: serde_json::Value = serde_json::from_str(payload).ok()?;
+    let n = v.pointer("/pull_request/number").or_else(|| {
+        v.pointer("/issue/pull_request")
+            .and(v.pointer("/issue/number"))
+    })?;
+    n.as_u64().map(PrNumber)
+}
+
+/// `owner/name` from a git remote URL (`git@github.com:o/r.git`, `https://host/o/r`).
+pub fn repo_from_remote(url: &str) -> Option<RepoName> {
+    let url = url.trim().trim_end_matches('/').trim_end_matches(".git");
+    let tail = url.rsplit_once(':').map_or(url, |(_, t)| t);
+    let mut parts = tail.rsplit('/');
+    let name = parts.next()?;
+    let owner = parts.next()?;
+    RepoName::parse(&format!("{owner}/{name}"))
 }
 
 /// Colour when stdout is a terminal and `NO_COLOR` is unset or empty (no-color.org).
@@ -395,7 +422,7 @@ fn select_lenses(config: &Config, names: &[String]) -> Result<Vec<LensSpec>, Cli
         .select_lenses(&config.review, names)
         .map_err(CliError::Usage)?;
     if selection.fallback {
-        eprintln!("{}", render::NOTICE_BUILTIN_ONLY);
+        eprintln!("{}", Notice::BuiltinOnly);
     }
     Ok(selection.lenses)
 }
@@ -474,5 +501,43 @@ mod tests {
         assert!(use_color(true, Some(OsStr::new(""))));
         assert!(!use_color(true, Some(OsStr::new("1"))));
         assert!(!use_color(false, None));
+    }
+
+    #[test]
+    fn pr_number_from_events() {
+        assert_eq!(
+            pr_from_event(r#"{"action":"opened","pull_request":{"number":2}}"#),
+            Some(PrNumber(2))
+        );
+        assert_eq!(
+            pr_from_event(r#"{"issue":{"number":5,"pull_request":{"url":"u"}},"comment":{}}"#),
+            Some(PrNumber(5))
+        );
+        assert_eq!(pr_from_event(r#"{"issue":{"number":5}}"#), None);
+        assert_eq!(pr_from_event("not json"), None);
+        let real = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/github/pull_request.opened.json"
+        ))
+        .unwrap();
+        assert_eq!(pr_from_event(&real), Some(PrNumber(2)));
+    }
+
+    #[test]
+    fn repo_from_remotes() {
+        let r = |s| repo_from_remote(s).map(|r| r.to_string());
+        assert_eq!(
+            r("git@github.com:Octo/Hello-World.git").as_deref(),
+            Some("octo/hello-world")
+        );
+        assert_eq!(
+            r("https://github.com/octo/hello.world/").as_deref(),
+            Some("octo/hello.world")
+        );
+        assert_eq!(
+            r("ssh://git@ghe.example.com:2222/team/app.git").as_deref(),
+            Some("team/app")
+        );
+        assert_eq!(r("nonsense").as_deref(), None);
     }
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::lens::contract::Confidence;
 use crate::lens::{BackendKind, LensSpec};
-use crate::review::Confidence;
 
 /// The operator's configuration.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -1,8 +1,17 @@
 //! reviewbot: reviews pull requests with a panel of lenses.
 //!
 //! The pipeline reads top to bottom, one module a stage:
-//! `cli` (trigger) → `diff` (gather) → `plan` → `lens` + `review::panel` (panel)
-//! → `review::finding` (parse) → `review::merge` (merge) → `render` (render).
+//!
+//! - trigger: `cli` (the CLI's flags and the Actions event) builds a
+//!   [`flow::ReviewRequest`]; every trigger calls the one [`flow::review_pr`];
+//! - `flow`: `flow::gather` (every GitHub read) → `review::gate` (whether a round runs) →
+//!   `review::scope` (what it reviews) → `plan` → `lens` + `review::panel` (the panel) →
+//!   `review::finding` (place) → `review::merge` (merge) → `review::rounds` (settle) →
+//!   `render` → `flow::post` (every GitHub write);
+//! - `--diff` runs the middle alone: `diff` → `review::pipeline` → `render`.
+//!
+//! Below them: `lens::contract` (what every lens answers), `diff`, `github` (the REST client),
+//! `config`, `ids`, `redact`, `evidence`. A module imports only from its own stage or below.
 
 pub mod cli;
 pub mod config;
@@ -15,7 +24,6 @@ pub mod ids;
 pub mod lens;
 pub mod par;
 pub mod plan;
-pub mod pr;
 pub mod redact;
 pub mod render;
 pub mod review;

@@ -16,8 +16,8 @@ use globset::{Glob, GlobMatcher};
 use crate::config::PathRule;
 use crate::diff::{Diff, FileDiff, Hunk, LineKind};
 use crate::lens::PrInfo;
+use crate::lens::contract::response_schema;
 use crate::redact::redact;
-use crate::review::finding::response_schema;
 
 /// The review instructions every lens gets.
 const INSTRUCTIONS: &str = "\

@@ -1,4 +1,314 @@
-//! The review flow every trigger shares: a [`request::ReviewRequest`] in, a posted (or printed)
-//! round out.
+//! The review flow every trigger shares: a [`ReviewRequest`] in, a posted (or printed) round
+//! out. The CLI's flags, the Actions event and a webhook delivery each only build the request.
+//!
+//! [`review_pr`] reads top to bottom: `gather` (the PR and its settings) → admit the ask (the
+//! trigger label, the commenter's permission) → `review::gate` → `gather` (files, past rounds)
+//! → `review::scope` → `review::pipeline` (the panel) → `review::rounds::settle` → `post`.
+//! GitHub is read only in `gather` and written only in `post`; every decision between is a
+//! pure function of what was gathered.
+//!
+//! Requests for a first round of an F-file PR: the PR, the base branch's config, ⌈F/100⌉ file
+//! pages, the identity (unless `bot_login` is set), the reviews, the label re-check and the
+//! POST. A later round adds the thread comments and the compare call; a command adds the
+//! commenter's permission.
 
+mod gather;
+mod post;
 pub mod request;
+
+pub use gather::REPO_CONFIG_PATH;
+pub use request::{Reason, ReviewRequest};
+
+use crate::config::{Config, ConfigError, PostMode, ReviewConfig};
+use crate::diff::{Diff, ParseError};
+use crate::evidence::Record;
+use crate::github::client::{GithubClient, GithubError};
+use crate::ids::{HeadSha, LensName};
+use crate::lens::{LensSpec, PrInfo};
+use crate::review::gate::{self, SkipReason};
+use crate::review::notice::Notice;
+use crate::review::panel::{Panel, PanelObserver};
+use crate::review::rounds::{History, settle};
+use crate::review::scope;
+use crate::review::{NotReviewed, NotReviewedReason, Report, pipeline};
+
+/// What the flow works with: GitHub, the operator's settings, the panel (credentials, the
+/// shared subscription slots, evidence) and who watches the lenses run. Nothing is read from
+/// the process environment inside the flow.
+pub struct FlowCtx<'a> {
+    /// A client acting for the request's repository (the CLI's token, or the installation's).
+    pub github: &'a GithubClient,
+    /// Whether `github` sends a token; without one a round is printed, never posted.
+    pub has_token: bool,
+    pub config: &'a Config,
+    pub panel: &'a Panel,
+    pub observer: &'a dyn PanelObserver,
+}
+
+/// What one run of the flow did.
+#[derive(Debug)]
+pub struct FlowOutcome {
+    /// One report per review (several in per-lens mode; one skipped report when gated).
+    pub reports: Vec<Report>,
+    /// The PR's diff (empty when gated before the files were read).
+    pub diff: Diff,
+    /// What to tell the caller, in order.
+    pub notices: Vec<Notice>,
+    /// The `[review]` settings that applied (operator's plus the repository's).
+    pub review: ReviewConfig,
+    /// The head actually reviewed: the PR's head when the flow read it, which can be newer
+    /// than the request's.
+    pub head: HeadSha,
+}
+
+impl FlowOutcome {
+    /// Whether any review was posted.
+    pub fn posted(&self) -> bool {
+        self.reports.iter().any(|r| r.posted)
+    }
+
+    /// Why no round ran, when none did.
+    pub fn skipped(&self) -> Option<&SkipReason> {
+        match self.reports.as_slice() {
+            [] => None,
+            reports if reports.iter().all(|r| r.skipped.is_some()) => reports[0].skipped.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+/// Why the flow could not run: GitHub refused or stayed unreachable, or a configuration (the
+/// repository's, the lens selection) or GitHub's patch text is unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum FlowError {
+    #[error(transparent)]
+    Github(#[from] GithubError),
+    #[error("the repository's {0}")]
+    RepoConfig(ConfigError),
+    #[error("GitHub's patch for {0}")]
+    Patch(ParseError),
+    #[error("{0}")]
+    Lenses(String),
+}
+
+impl FlowError {
+    /// A GitHub failure (worth retrying later); the others need a fix first.
+    pub fn is_github(&self) -> bool {
+        matches!(self, FlowError::Github(_))
+    }
+}
+
+/// Reviews one pull request and, when asked, posts the round.
+pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOutcome, FlowError> {
+    let (pull, review) = gather::pull_and_settings(ctx, &req.repo, req.pr).await?;
+    let head = pull.head.clone();
+    let mut out = FlowOutcome {
+        reports: Vec::new(),
+        diff: Diff::default(),
+        notices: Vec::new(),
+        review,
+        head: head.clone(),
+    };
+    if let Some(asked) = req.head.as_ref().filter(|asked| **asked != head) {
+        out.notices.push(Notice::HeadMoved {
+            asked: asked.clone(),
+            reviewed: head.clone(),
+        });
+    }
+
+    // An event's ask counts only for the trigger label, or from someone who may write.
+    let asked = match &req.reason {
+        Reason::Labeled { label } => gate::labeled(label, &out.review),
+        Reason::Command { user } => {
+            let permission = gather::permission(ctx, &req.repo, user).await?;
+            gate::command(user, permission)
+        }
+        _ => Ok(()),
+    };
+    if let Err(reason) = asked {
+        return Ok(skip(out, req, reason));
+    }
+    if let Some(reason) = gate::gate(&pull, &out.review) {
+        return Ok(skip(out, req, reason));
+    }
+
+    let (diff, no_patch) = gather::files(ctx, &req.repo, req.pr, out.review.max_files).await?;
+    out.diff = diff.clone();
+    if gate::all_ignored(&diff, &no_patch, &out.review) {
+        return Ok(skip(out, req, SkipReason::AllIgnored));
+    }
+
+    let selection = ctx
+        .config
+        .select_lenses(&out.review, &req.lenses)
+        .map_err(FlowError::Lenses)?;
+    if selection.fallback {
+        out.notices.push(Notice::BuiltinOnly);
+    }
+    let lenses = selection.lenses;
+    let identity = gather::identity(ctx).await?;
+    let (reviews, comments) = gather::past_rounds(ctx, &req.repo, req.pr, &identity).await?;
+    let pr_info = PrInfo {
+        title: pull.title.clone(),
+        body: pull.body.clone(),
+        number: req.pr.0,
+        head: head.to_string(),
+    };
+
+    let per_lens = out.review.post == PostMode::PerLens;
+    let groups: Vec<Option<LensName>> = if per_lens {
+        lenses.iter().map(|l| Some(l.name.clone())).collect()
+    } else {
+        vec![None]
+    };
+    let histories: Vec<History> = groups
+        .iter()
+        .map(|lens| {
+            History::read(
+                &reviews,
+                &comments,
+                &identity,
+                lens.as_ref().map(LensName::as_str),
+            )
+        })
+        .collect();
+
+    // The trigger label still on the PR and a permitted command ask for a round now, even on a
+    // head already reviewed. A `labeled` event whose label is gone again was answered already
+    // (a redelivery, or a retried job after we took it off): no second round for it.
+    let label_asked = gate::trigger_label_on(&pull.labels, &out.review);
+    let commanded = matches!(req.reason, Reason::Command { .. });
+    let force = req.force || commanded || label_asked;
+    // Which groups still need a round on this head.
+    let mut todo = Vec::new();
+    for (lens, history) in groups.iter().zip(&histories) {
+        match history.reviewed(&head) {
+            Some(done) if !force => {
+                let mut report = skipped(SkipReason::AlreadyReviewed, &head);
+                report.round = Some(done.round);
+                report.held_verdict = Some(done.verdict);
+                out.notices.push(Notice::AlreadyReviewed {
+                    head: head.clone(),
+                    lens: lens.clone(),
+                    round: done.round,
+                    trigger_label: out.review.trigger_label.clone(),
+                });
+                out.reports.push(report);
+            }
+            _ => todo.push((lens.clone(), history)),
+        }
+    }
+    if todo.is_empty() {
+        return Ok(out);
+    }
+    let run_lenses: Vec<LensSpec> = match per_lens {
+        true => lenses
+            .iter()
+            .filter(|l| todo.iter().any(|(n, _)| n.as_ref() == Some(&l.name)))
+            .cloned()
+            .collect(),
+        false => lenses.clone(),
+    };
+
+    // A later round reviews the interdiff since the last reviewed head, when that head is an
+    // ancestor of this one (all groups share the latest round's head in practice).
+    let latest = todo
+        .iter()
+        .filter_map(|(_, h)| h.latest())
+        .max_by_key(|m| m.round)
+        .cloned();
+    let (scoped, scope) = match &latest {
+        Some(last) if last.head != head => {
+            let cmp = gather::compare(ctx, &req.repo, &last.head, &head).await;
+            let (d, s) = scope::interdiff(&diff, cmp.as_ref(), &last.head, last.round);
+            (d, Some(s))
+        }
+        _ => (diff.clone(), None),
+    };
+
+    let reviewed = pipeline::review_with(
+        scoped,
+        Some(&diff),
+        Some(pr_info),
+        &run_lenses,
+        &out.review,
+        ctx.panel,
+        ctx.observer,
+    )
+    .await;
+    let mut not_reviewed = reviewed.report.not_reviewed.clone();
+    not_reviewed.extend(no_patch.iter().map(|p| NotReviewed {
+        path: p.clone(),
+        reason: NotReviewedReason::NoPatch,
+    }));
+
+    let target = post::Target {
+        repo: &req.repo,
+        pr: req.pr,
+        review: &out.review,
+        per_lens,
+        identity: &identity,
+    };
+    let mut reports = Vec::new();
+    let mut notices = Vec::new();
+    for (lens, history) in todo {
+        let (findings, provenance) =
+            reviewed.for_lens(lens.as_ref(), out.review.min_blocking_confidence);
+        let settled = settle(findings, history, &diff);
+        if let Some(ev) = &ctx.panel.evidence {
+            for (f, why) in &settled.suppressed {
+                ev.record(&Record::Suppressed {
+                    fingerprint: &f.fingerprint,
+                    title: &f.title,
+                    reason: why,
+                });
+            }
+        }
+        let mut report = Report {
+            head: Some(head.clone()),
+            round: Some(history.last_round() + 1),
+            findings: settled.post,
+            carried_over: settled.carried,
+            lenses: provenance,
+            not_reviewed: not_reviewed.clone(),
+            scope: scope.clone(),
+            ..Report::empty()
+        };
+        if req.post && !report.all_lenses_failed() {
+            post::round(ctx, &target, &mut report, &mut notices).await?;
+        } else if req.post {
+            notices.push(Notice::AllLensesFailed);
+        }
+        reports.push(report);
+    }
+    // The ask is answered: take the trigger label off, so the next push is a normal round.
+    if label_asked
+        && reports.iter().any(|r| r.posted)
+        && let Some(n) =
+            post::remove_trigger_label(ctx, &req.repo, req.pr, &out.review.trigger_label).await
+    {
+        notices.push(n);
+    }
+    out.reports.extend(reports);
+    out.notices.extend(notices);
+    Ok(out)
+}
+
+/// The outcome of a PR that gets no round: one skipped report, and a notice saying why.
+fn skip(mut out: FlowOutcome, req: &ReviewRequest, reason: SkipReason) -> FlowOutcome {
+    out.reports.push(skipped(reason.clone(), &out.head));
+    out.notices.push(Notice::NotReviewing {
+        repo: req.repo.clone(),
+        pr: req.pr,
+        reason,
+    });
+    out
+}
+
+fn skipped(reason: SkipReason, head: &HeadSha) -> Report {
+    Report {
+        head: Some(head.clone()),
+        skipped: Some(reason),
+        ..Report::empty()
+    }
+}

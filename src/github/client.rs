@@ -55,7 +55,7 @@ use serde::de::DeserializeOwned;
 use crate::config::GithubConfig;
 use crate::diff::Side;
 use crate::github::model::{
-    Comparison, NewReview, PrFile, PullRequest, RepoName, Review, ReviewComment, User,
+    Comparison, NewReview, Permission, PrFile, PullRequest, RepoName, Review, ReviewComment, User,
 };
 use crate::ids::{HeadSha, PrNumber};
 use crate::redact::redact;
@@ -610,6 +610,41 @@ impl GithubClient {
         }
         let api: ApiRepo = parse_json(&raw, &ctx)?;
         Ok(api.permissions.and_then(|p| p.push))
+    }
+
+    /// `GET /repos/{o}/{r}/collaborators/{user}/permission`: what `user` may do in `repo`.
+    /// GitHub answers 404 for a user it does not know: no permission.
+    pub async fn collaborator_permission(
+        &self,
+        repo: &RepoName,
+        user: &str,
+    ) -> Result<Permission, GithubError> {
+        #[derive(serde::Deserialize)]
+        struct ApiPermission {
+            permission: Option<String>,
+            role_name: Option<String>,
+        }
+        let ctx = Ctx {
+            what: format!("reading the permission of {user} on {repo}"),
+            permission: "metadata: read",
+        };
+        let path = format!(
+            "{}/collaborators/{}/permission",
+            repo_path(repo),
+            utf8_percent_encode(user, PATH)
+        );
+        let raw = self.get(&ctx, path, ACCEPT_JSON).await?;
+        match raw.status {
+            StatusCode::OK => {
+                let api: ApiPermission = parse_json(&raw, &ctx)?;
+                Ok(Permission::from_api(
+                    api.role_name.as_deref(),
+                    api.permission.as_deref(),
+                ))
+            }
+            StatusCode::NOT_FOUND => Ok(Permission::None),
+            _ => Err(self.error(&raw, &ctx)),
+        }
     }
 
     /// `DELETE /repos/{o}/{r}/issues/{n}/labels/{name}`: takes the trigger label off once its

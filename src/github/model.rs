@@ -72,6 +72,59 @@ impl User {
     }
 }
 
+/// What a user may do in a repository: the collaborator permission API's role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Permission {
+    Admin,
+    Maintain,
+    Write,
+    Triage,
+    Read,
+    /// Not a collaborator (or a user GitHub does not know).
+    None,
+}
+
+impl Permission {
+    /// From the API's `role_name` (`admin`, `maintain`, `write`, `triage`, `read`, or an
+    /// organisation's custom role) and `permission` (the base: `admin`, `write`, `read`,
+    /// `none`). A custom role counts as its base permission.
+    pub fn from_api(role_name: Option<&str>, permission: Option<&str>) -> Permission {
+        let parse = |s: &str| match s {
+            "admin" => Some(Permission::Admin),
+            "maintain" => Some(Permission::Maintain),
+            "write" => Some(Permission::Write),
+            "triage" => Some(Permission::Triage),
+            "read" => Some(Permission::Read),
+            "none" => Some(Permission::None),
+            _ => None,
+        };
+        role_name
+            .and_then(parse)
+            .or_else(|| permission.and_then(parse))
+            .unwrap_or(Permission::None)
+    }
+
+    /// Whether this is write access or more: who may ask for a round with a command.
+    pub fn can_write(self) -> bool {
+        matches!(
+            self,
+            Permission::Admin | Permission::Maintain | Permission::Write
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Permission::Admin => "admin",
+            Permission::Maintain => "maintain",
+            Permission::Write => "write",
+            Permission::Triage => "triage",
+            Permission::Read => "read",
+            Permission::None => "none",
+        }
+    }
+}
+
 /// The pull request fields reviewbot uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PullRequest {

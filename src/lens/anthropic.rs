@@ -18,7 +18,7 @@ use super::http::{
     self, ANTHROPIC_VARS, ApiEnv, Call, CallError, DEFAULT_MAX_OUTPUT_TOKENS, RetryPolicy,
 };
 use super::{Answer, Failure, LensRequest, LensSpec, Usage};
-use crate::review::finding::{LensResponse, response_schema};
+use crate::lens::contract::{LensResponse, response_schema};
 
 /// Used when `ANTHROPIC_BASE_URL` is unset; like the SDKs, without `/v1`.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";

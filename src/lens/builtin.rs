@@ -43,9 +43,8 @@
 use memchr::memmem;
 
 use crate::diff::{Diff, DiffLine, FileDiff, LineKind, Side};
+use crate::lens::contract::{Confidence, LensResponse, RawFinding, Severity};
 use crate::redact;
-use crate::review::finding::{LensResponse, RawFinding};
-use crate::review::{Confidence, Severity};
 
 /// Runs every check on the added lines of `diff`, files shared out over the cores (a
 /// multi-megabyte diff is otherwise the slowest part of an offline review).

@@ -18,7 +18,7 @@ use super::process::{
     STDERR_TAIL_CHARS, child_text, describe_status,
 };
 use super::{Answer, Failure, FailureKind, LensRequest, LensSpec, Usage};
-use crate::review::finding::{LensResponse, response_schema};
+use crate::lens::contract::{LensResponse, response_schema};
 
 /// The binary looked up on the child's `PATH` when the lens names none.
 pub const DEFAULT_BIN: &str = "codex";

@@ -13,7 +13,7 @@ use super::process::{
     STDERR_TAIL_CHARS, child_text, describe_status,
 };
 use super::{Answer, LensRequest, LensSpec, PrInfo};
-use crate::review::finding::{LensResponse, response_schema};
+use crate::lens::contract::{LensResponse, response_schema};
 
 /// Variables every command lens gets when they are set: enough to find programs, a home, a
 /// locale and a temp directory. `LC_*` variables are passed too.

@@ -1,5 +1,6 @@
 //! The adapter layer: every lens, whatever runs it, takes a [`LensRequest`] and yields a
-//! [`LensRun`] — a lens response or a failure — with the same provenance.
+//! [`LensRun`] — a lens response or a failure — with the same provenance. What a lens answers
+//! is fixed by [`contract`]; [`parse`] reads a lens's raw output as that answer.
 
 pub mod anthropic;
 pub mod builtin;
@@ -7,8 +8,10 @@ pub mod claude;
 pub mod cli_env;
 pub mod codex;
 pub mod command;
+pub mod contract;
 pub mod http;
 pub mod openai;
+pub mod parse;
 pub mod process;
 
 use std::sync::Arc;
@@ -18,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::diff::Diff;
 use crate::ids::LensName;
-use crate::review::finding::LensResponse;
+use crate::lens::contract::LensResponse;
 
 /// Which adapter runs a lens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

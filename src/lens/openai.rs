@@ -19,7 +19,7 @@ use super::http::{
     self, ApiEnv, Call, CallError, DEFAULT_MAX_OUTPUT_TOKENS, OPENAI_VARS, RetryPolicy,
 };
 use super::{Answer, Failure, LensRequest, LensSpec, Usage};
-use crate::review::finding::{LensResponse, response_schema};
+use crate::lens::contract::{LensResponse, response_schema};
 
 /// Used when `OPENAI_BASE_URL` is unset; like the SDKs, with `/v1`.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";

@@ -6,6 +6,7 @@ use crate::diff::Side;
 use crate::ids::{HeadSha, LensName};
 use crate::lens::Provenance;
 use crate::render::clean;
+use crate::review::gate::SkipReason;
 use crate::review::rounds::Carried;
 use crate::review::{Confidence, NotReviewed, Report, Severity, Verdict};
 
@@ -20,7 +21,7 @@ struct Document<'a> {
     lenses: Vec<Provenance>,
     not_reviewed: &'a [NotReviewed],
     carried_over: &'a [Carried],
-    scope: Option<&'a str>,
+    scope: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -45,7 +46,7 @@ pub fn render(report: &Report) -> String {
         head: report.head.as_ref(),
         round: report.round,
         posted: report.posted,
-        skipped: report.skipped.as_deref(),
+        skipped: report.skipped.as_ref().map(SkipReason::as_str),
         findings: report
             .findings
             .iter()
@@ -73,7 +74,7 @@ pub fn render(report: &Report) -> String {
             .collect(),
         not_reviewed: &report.not_reviewed,
         carried_over: &report.carried_over,
-        scope: report.scope.as_deref(),
+        scope: report.scope.as_ref().map(ToString::to_string),
     };
     // Serialising plain data with string keys cannot fail.
     let mut out = serde_json::to_string_pretty(&doc).unwrap_or_default();

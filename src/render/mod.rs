@@ -1,4 +1,4 @@
-//! All user-facing text: terminal, JSON, Markdown, SARIF.
+//! All user-facing text: terminal, JSON, Markdown, SARIF, and the flow's notices.
 //!
 //! Lens text is untrusted: every renderer passes it through [`clean`], which masks secrets and
 //! disarms what could act on its own once posted or printed (hidden markers, mentions,
@@ -6,6 +6,7 @@
 
 pub mod json;
 pub mod markdown;
+pub mod notice;
 pub mod progress;
 pub mod sarif;
 pub mod text;
@@ -15,6 +16,7 @@ use std::fmt::Write;
 
 use crate::lens::{LensStatus, Provenance};
 use crate::redact::redact;
+use crate::review::gate::SkipReason;
 use crate::review::{NotReviewedReason, Report, Severity, Verdict};
 
 /// Output formats of `reviewbot review`.
@@ -113,9 +115,9 @@ pub fn verdict_line(v: Verdict) -> String {
 /// What a skipped review says instead of a body: why no round ran, and — for a head already
 /// reviewed — that round's verdict.
 pub fn skipped_text(report: &Report) -> Option<String> {
-    let reason = report.skipped.as_deref()?;
+    let reason = report.skipped.as_ref()?;
     let why = match reason {
-        "already_reviewed" => match (report.round, &report.head) {
+        SkipReason::AlreadyReviewed => match (report.round, &report.head) {
             (Some(round), Some(head)) => format!(
                 "Round {round} already reviewed head {}; nothing new to post. {}",
                 head.short(),
@@ -123,12 +125,20 @@ pub fn skipped_text(report: &Report) -> Option<String> {
             ),
             _ => "This head was already reviewed; nothing new to post.".to_owned(),
         },
-        "opt_out" => "Not reviewed: the PR carries the opt-out label.".to_owned(),
-        "draft" => "Not reviewed: the PR is a draft.".to_owned(),
-        "closed" => "Not reviewed: the PR is closed.".to_owned(),
-        "too_many_files" => "Not reviewed: the PR changes more files than max_files.".to_owned(),
-        "all_ignored" => "Not reviewed: every changed file is in ignore_paths.".to_owned(),
-        other => format!("Not reviewed ({other})."),
+        SkipReason::OptOut { .. } => "Not reviewed: the PR carries the opt-out label.".to_owned(),
+        SkipReason::Draft => "Not reviewed: the PR is a draft.".to_owned(),
+        SkipReason::Closed => "Not reviewed: the PR is closed.".to_owned(),
+        SkipReason::TooManyFiles { .. } => {
+            "Not reviewed: the PR changes more files than max_files.".to_owned()
+        }
+        SkipReason::AllIgnored => "Not reviewed: every changed file is in ignore_paths.".to_owned(),
+        SkipReason::NotTriggerLabel { .. } => {
+            "Not reviewed: the label added is not the trigger label.".to_owned()
+        }
+        SkipReason::NotPermitted { .. } => {
+            "Not reviewed: only a user who may write to the repository can ask for a round."
+                .to_owned()
+        }
     };
     Some(format!("{why}\n"))
 }

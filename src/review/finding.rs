@@ -1,47 +1,11 @@
-//! The lens response (what every backend yields) and the findings made of it.
+//! The findings made of lens responses: placed on the diff, fingerprinted.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::diff::{Diff, FileDiff, Side};
 use crate::ids::LensName;
-use crate::review::{Confidence, Severity};
-
-/// One finding as a lens reports it (`docs/contract.md` "Lens response").
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RawFinding {
-    pub path: String,
-    pub line: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start_line: Option<u32>,
-    #[serde(default)]
-    pub side: Side,
-    pub severity: Severity,
-    pub confidence: Confidence,
-    pub title: String,
-    pub body: String,
-}
-
-/// A lens's whole answer.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LensResponse {
-    pub findings: Vec<RawFinding>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub summary: Option<String>,
-}
-
-/// Why a lens's output could not be read as a lens response.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ResponseError {
-    #[error("the reply is empty")]
-    Empty,
-    #[error("the reply holds no JSON object")]
-    NoObject,
-    #[error("the reply holds {0} JSON objects where one was expected")]
-    Ambiguous(usize),
-    #[error("the reply's JSON is not a lens response: {0}")]
-    Invalid(String),
-}
+use crate::lens::contract::{Confidence, RawFinding, Severity};
 
 /// A finding after parsing, validation and merging: what the output shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -59,37 +23,6 @@ pub struct Finding {
     /// Whether the finding's lines are inside a hunk, so it can be a line comment.
     pub in_diff: bool,
     pub fingerprint: String,
-}
-
-/// The JSON Schema of the lens response, in OpenAI strict form (every property required,
-/// `additionalProperties: false`; optional fields are nullable), sent to every lens.
-pub fn response_schema() -> serde_json::Value {
-    serde_json::json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["findings", "summary"],
-        "properties": {
-            "findings": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "additionalProperties": false,
-                    "required": ["path", "line", "start_line", "side", "severity", "confidence", "title", "body"],
-                    "properties": {
-                        "path": {"type": "string", "description": "File path as the diff names it (the new path)."},
-                        "line": {"type": "integer", "minimum": 1, "description": "Last line the finding is about, in the file on `side`."},
-                        "start_line": {"type": ["integer", "null"], "minimum": 1, "description": "First line of a multi-line finding, or null."},
-                        "side": {"type": "string", "enum": ["RIGHT", "LEFT"], "description": "RIGHT: the new file (added or context lines); LEFT: the old file (removed lines)."},
-                        "severity": {"type": "string", "enum": ["blocking", "advisory"]},
-                        "confidence": {"type": "string", "enum": ["high", "medium", "low"]},
-                        "title": {"type": "string", "description": "One line naming the problem."},
-                        "body": {"type": "string", "description": "Why it is wrong, and what to do."}
-                    }
-                }
-            },
-            "summary": {"type": ["string", "null"], "description": "Optional one paragraph about the change."}
-        }
-    })
 }
 
 impl Finding {

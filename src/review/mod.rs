@@ -1,58 +1,21 @@
-//! The review stages that turn lens answers into one verdict: `finding` (parse and validate),
-//! `panel` (run the lenses), `merge` (cluster and decide).
+//! The review stages. The pure decisions: `gate` (whether a PR gets a round), `scope` (what a
+//! later round reviews), `finding` (place each answer on the diff), `merge` (cluster and
+//! decide), `rounds` (what was posted before; settle what to post now). `panel` runs the lenses
+//! and `pipeline` chains one review; `notice` is what a run tells its caller, as data.
 
 pub mod finding;
+pub mod gate;
 pub mod merge;
+pub mod notice;
 pub mod panel;
-pub mod parse;
 pub mod pipeline;
 pub mod rounds;
+pub mod scope;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-/// How much a finding matters. Ordered most severe first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Blocking,
-    Advisory,
-}
-
-/// How sure the panel is. Ordered most confident first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Confidence {
-    High,
-    Medium,
-    Low,
-}
-
-impl Confidence {
-    /// One step more confident, at most `High`.
-    pub fn raised(self) -> Self {
-        match self {
-            Confidence::Low => Confidence::Medium,
-            Confidence::Medium | Confidence::High => Confidence::High,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Confidence::High => "high",
-            Confidence::Medium => "medium",
-            Confidence::Low => "low",
-        }
-    }
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Blocking => "blocking",
-            Severity::Advisory => "advisory",
-        }
-    }
-}
+/// The lens contract's grades, which every review stage speaks.
+pub use crate::lens::contract::{Confidence, Severity};
 
 /// How many findings of each severity a round holds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -99,14 +62,14 @@ pub struct Report {
     pub round: Option<u32>,
     pub posted: bool,
     /// Why no round ran (`opt_out`, `already_reviewed`, `draft`, …).
-    pub skipped: Option<String>,
+    pub skipped: Option<gate::SkipReason>,
     pub findings: Vec<finding::Finding>,
     pub lenses: Vec<crate::lens::Provenance>,
     pub not_reviewed: Vec<NotReviewed>,
     /// Findings of earlier rounds that still hold at this head (not posted again).
     pub carried_over: Vec<rounds::Carried>,
-    /// What this round looked at, when it is not the whole change (e.g. an interdiff).
-    pub scope: Option<String>,
+    /// What a later round looked at (the interdiff, or everything again and why).
+    pub scope: Option<scope::Scope>,
     /// The verdict when it is not this report's own findings: the earlier round's on a head
     /// already reviewed (so a re-run keeps the exit status), or the sum of combined reviews.
     pub held_verdict: Option<Verdict>,

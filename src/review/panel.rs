@@ -19,6 +19,7 @@ use crate::diff::Diff;
 use crate::evidence::{Evidence, Record};
 use crate::ids::LensName;
 use crate::lens::cli_env::CliEnv;
+use crate::lens::contract::LensResponse;
 use crate::lens::http::{ApiEnv, RetryPolicy};
 use crate::lens::process::{KILL_GRACE, LensError};
 use crate::lens::{
@@ -26,7 +27,6 @@ use crate::lens::{
     Provenance, Usage, anthropic, builtin, claude, codex, command, openai,
 };
 use crate::plan::with_focus;
-use crate::review::finding::LensResponse;
 
 /// Told when each lens starts and ends (progress display). Called from the panel's own task,
 /// never from a lens's.
@@ -65,6 +65,42 @@ impl PanelInput {
 /// Where the panel's notices (billing warnings) go: stderr for the CLI, a log for the service.
 pub type NoticeSink = Arc<dyn Fn(&str) + Send + Sync>;
 
+/// The subscription CLIs' concurrency cap (`[limits] subscription_concurrency` runs per CLI at
+/// once): built once per process and shared by every panel, so concurrent reviews in one
+/// process (the App's workers) together stay under it. Clones share the same slots.
+#[derive(Debug, Clone)]
+pub struct SubscriptionSlots {
+    claude: Arc<Semaphore>,
+    codex: Arc<Semaphore>,
+    per_backend: usize,
+}
+
+impl SubscriptionSlots {
+    /// `per_backend` simultaneous runs of each subscription CLI (at least one).
+    pub fn new(per_backend: usize) -> Self {
+        let per_backend = per_backend.max(1);
+        Self {
+            claude: Arc::new(Semaphore::new(per_backend)),
+            codex: Arc::new(Semaphore::new(per_backend)),
+            per_backend,
+        }
+    }
+
+    /// The cap per subscription CLI.
+    pub fn per_backend(&self) -> usize {
+        self.per_backend
+    }
+
+    /// The slots of `backend`, when it is a subscription CLI.
+    fn of(&self, backend: BackendKind) -> Option<&Semaphore> {
+        match backend {
+            BackendKind::ClaudeCli => Some(&self.claude),
+            BackendKind::CodexCli => Some(&self.codex),
+            _ => None,
+        }
+    }
+}
+
 /// Everything a panel run needs beyond the lenses: credentials captured once, the operator's
 /// limits and choices, and where evidence and notices go.
 #[derive(Clone)]
@@ -74,8 +110,8 @@ pub struct Panel {
     pub openai: ApiEnv,
     /// `false` with `--no-api-fallback`.
     pub allow_api_fallback: bool,
-    /// Simultaneous runs per subscription CLI (`[limits] subscription_concurrency`).
-    pub subscription_concurrency: usize,
+    /// Simultaneous runs per subscription CLI, shared with every other panel of the process.
+    pub slots: SubscriptionSlots,
     /// Retries of the API backends, and the backoff base for a transient CLI failure.
     pub retry: RetryPolicy,
     pub notices: NoticeSink,
@@ -84,13 +120,13 @@ pub struct Panel {
 
 impl Panel {
     /// A panel with credentials read from the process environment, notices on stderr.
-    pub fn from_env(subscription_concurrency: usize, allow_api_fallback: bool) -> Self {
+    pub fn from_env(slots: SubscriptionSlots, allow_api_fallback: bool) -> Self {
         Self {
             cli_env: CliEnv::from_env(),
             anthropic: ApiEnv::anthropic_from_env(),
             openai: ApiEnv::openai_from_env(),
             allow_api_fallback,
-            subscription_concurrency: subscription_concurrency.max(1),
+            slots,
             retry: RetryPolicy::default(),
             notices: Arc::new(|line: &str| eprintln!("{line}")),
             evidence: None,
@@ -106,8 +142,6 @@ impl Panel {
     ) -> Vec<LensRun> {
         let shared = Arc::new(Shared {
             panel: self.clone(),
-            claude_slots: Arc::new(Semaphore::new(self.subscription_concurrency.max(1))),
-            codex_slots: Arc::new(Semaphore::new(self.subscription_concurrency.max(1))),
             billing_warned: AtomicBool::new(false),
         });
         run_with(lenses, observer, move |spec| {
@@ -150,8 +184,6 @@ impl Outcome {
 /// The state every lens task shares.
 struct Shared {
     panel: Panel,
-    claude_slots: Arc<Semaphore>,
-    codex_slots: Arc<Semaphore>,
     billing_warned: AtomicBool,
 }
 
@@ -425,10 +457,9 @@ impl Shared {
         let mut spec = spec.clone();
         spec.model = model.map(str::to_owned);
         // Waiting for a subscription slot is not the lens's time: take the slot first.
-        let _slot = match backend {
-            BackendKind::ClaudeCli => self.claude_slots.acquire().await.ok(),
-            BackendKind::CodexCli => self.codex_slots.acquire().await.ok(),
-            _ => None,
+        let _slot = match self.panel.slots.of(backend) {
+            Some(slots) => slots.acquire().await.ok(),
+            None => None,
         };
         let work = async {
             match backend {
@@ -615,7 +646,7 @@ mod tests {
             diff: Arc::clone(&req.diff),
             calls: vec![req],
         };
-        Panel::from_env(2, false)
+        Panel::from_env(SubscriptionSlots::new(2), false)
             .run(lenses, Arc::new(input), observer)
             .await
     }
@@ -841,7 +872,7 @@ mod tests {
             anthropic: api(anthropic),
             openai: api(openai),
             allow_api_fallback: allow_fallback,
-            subscription_concurrency: 2,
+            slots: SubscriptionSlots::new(2),
             retry: fast_policy(),
             notices: Arc::new(move |line: &str| {
                 sink.lock().expect("notices").push(line.to_owned())
@@ -991,11 +1022,9 @@ mod tests {
         assert!(notices.lock().expect("notices")[0].contains("OPENAI_API_KEY"));
     }
 
-    #[tokio::test]
-    async fn subscription_runs_are_capped_per_backend() {
-        // Three claude lenses with a cap of one run at a time: the fake sleeps while it runs,
-        // and records when it started and ended, so overlaps would show.
-        let fake = Fake::new("claude", "ok");
+    /// A claude CLI that logs when each run starts and ends and sleeps 0.3 s meanwhile, so
+    /// overlapping runs show in the log; and `names` lenses running it.
+    fn slow_claude(fake: &Fake, names: &[&str]) -> Vec<LensSpec> {
         let slow = fake.dir.path().join("slow-claude");
         std::fs::write(
             &slow,
@@ -1008,9 +1037,7 @@ mod tests {
         .expect("write");
         std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .expect("chmod");
-        let (mut panel, _) = test_panel(&fake, None, None, false);
-        panel.subscription_concurrency = 1;
-        let lenses: Vec<LensSpec> = ["one", "two", "three"]
+        names
             .iter()
             .map(|name| {
                 let mut spec = fake.lens(BackendKind::ClaudeCli, None);
@@ -1018,7 +1045,27 @@ mod tests {
                 spec.bin = Some(slow.display().to_string());
                 spec
             })
-            .collect();
+            .collect()
+    }
+
+    /// Fails when the slow CLI's log shows two runs at once.
+    fn assert_never_overlapped(fake: &Fake) {
+        let log = std::fs::read_to_string(fake.dir.path().join("log")).expect("log");
+        let mut running = 0;
+        for line in log.lines() {
+            running += if line.starts_with("start") { 1 } else { -1 };
+            assert!(running <= 1, "two claude runs overlapped:\n{log}");
+        }
+        assert_eq!(log.lines().filter(|l| l.starts_with("end")).count(), 3);
+    }
+
+    #[tokio::test]
+    async fn subscription_runs_are_capped_per_backend() {
+        // Three claude lenses with a cap of one run at a time.
+        let fake = Fake::new("claude", "ok");
+        let lenses = slow_claude(&fake, &["one", "two", "three"]);
+        let (mut panel, _) = test_panel(&fake, None, None, false);
+        panel.slots = SubscriptionSlots::new(1);
         let started = Instant::now();
         let runs = panel
             .run(
@@ -1032,14 +1079,37 @@ mod tests {
             "{runs:?}"
         );
         assert!(started.elapsed() >= Duration::from_millis(900));
-        let log = std::fs::read_to_string(fake.dir.path().join("log")).expect("log");
-        let mut running = 0;
-        for line in log.lines() {
-            running += if line.starts_with("start") { 1 } else { -1 };
-            assert!(running <= 1, "two claude runs overlapped:\n{log}");
-        }
+        assert_never_overlapped(&fake);
         // The cap is per backend: no slot was held back for the lenses' own time.
         assert!(runs.iter().all(|r| r.provenance.latency_ms >= 300));
+    }
+
+    #[tokio::test]
+    async fn panels_built_from_the_same_slots_share_the_cap() {
+        // Two reviews at once in one process (two panels, as two jobs would have), one slot:
+        // their three claude runs still take turns.
+        let fake = Fake::new("claude", "ok");
+        let lenses = slow_claude(&fake, &["one", "two", "three"]);
+        let slots = SubscriptionSlots::new(1);
+        let (mut first, _) = test_panel(&fake, None, None, false);
+        let (mut second, _) = test_panel(&fake, None, None, false);
+        first.slots = slots.clone();
+        second.slots = slots.clone();
+        let input = || Arc::new(PanelInput::single((*request()).clone()));
+        let started = Instant::now();
+        let (a, b) = tokio::join!(
+            first.run(&lenses[..2], input(), &NoProgress),
+            second.run(&lenses[2..], input(), &NoProgress)
+        );
+        assert!(
+            a.iter()
+                .chain(&b)
+                .all(|r| r.provenance.status == LensStatus::Ok),
+            "{a:?} {b:?}"
+        );
+        assert!(started.elapsed() >= Duration::from_millis(900));
+        assert_never_overlapped(&fake);
+        assert_eq!(slots.per_backend(), 1);
     }
 
     #[tokio::test]

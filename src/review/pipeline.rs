@@ -6,12 +6,13 @@ use std::sync::Arc;
 use crate::config::ReviewConfig;
 use crate::diff::Diff;
 use crate::evidence::{MergeMember, Record};
-use crate::lens::{LensRequest, LensSpec, PrInfo};
+use crate::ids::LensName;
+use crate::lens::{LensRequest, LensSpec, PrInfo, Provenance};
 use crate::plan::{self, PlanOptions};
 use crate::review::finding::Finding;
-use crate::review::merge::merge_explained;
+use crate::review::merge::{merge, merge_explained};
 use crate::review::panel::{Panel, PanelInput, PanelObserver};
-use crate::review::{NotReviewed, NotReviewedReason, Report, Severity};
+use crate::review::{Confidence, NotReviewed, NotReviewedReason, Report, Severity};
 
 /// Reviews `diff` with `lenses` and returns the merged report (not posted anywhere).
 pub async fn review(
@@ -32,6 +33,36 @@ pub async fn review(
 pub struct Reviewed {
     pub report: Report,
     pub located: Vec<Finding>,
+}
+
+impl Reviewed {
+    /// What one review posts: everything (`None`), or in per-lens mode one lens's findings,
+    /// merged on their own, and its provenance.
+    pub fn for_lens(
+        &self,
+        lens: Option<&LensName>,
+        min_blocking_confidence: Confidence,
+    ) -> (Vec<Finding>, Vec<Provenance>) {
+        match lens {
+            None => (self.report.findings.clone(), self.report.lenses.clone()),
+            Some(name) => (
+                merge(
+                    self.located
+                        .iter()
+                        .filter(|f| f.lenses.contains(name))
+                        .cloned()
+                        .collect(),
+                    min_blocking_confidence,
+                ),
+                self.report
+                    .lenses
+                    .iter()
+                    .filter(|p| &p.lens == name)
+                    .cloned()
+                    .collect(),
+            ),
+        }
+    }
 }
 
 /// Reviews `diff` — possibly only part of a PR, such as the interdiff of a later round — and

@@ -411,8 +411,8 @@ pub fn verdict(post: &[Finding], carried: &[Carried]) -> Verdict {
 mod tests {
     use super::*;
     use crate::ids::LensName;
+    use crate::lens::contract::RawFinding;
     use crate::review::Confidence;
-    use crate::review::finding::RawFinding;
 
     const SHA1: &str = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
     const SHA2: &str = "f95f852bd8fca8fcc58a9a2d6c842781e32a215e";

@@ -340,6 +340,15 @@ impl FakeGithub {
         self
     }
 
+    /// Gives `user` a role on `repo` (`admin`, `maintain`, `write`, `triage`, `read`), as the
+    /// collaborator permission endpoint reports it; a user never given one answers 404.
+    pub fn set_role(&self, repo: &str, user: &str, role: &str) -> &Self {
+        let mut w = self.world();
+        let r = w.repo_mut_or_new(repo);
+        r.roles.insert(user.to_ascii_lowercase(), role.to_owned());
+        self
+    }
+
     /// A human (or any `user`) replies in the thread of review comment `in_reply_to`; returns the
     /// reply's id. Like GitHub, the reply comes with its own (empty-bodied) review.
     pub fn add_reply(&self, repo: &str, n: u64, in_reply_to: u64, user: &str, body: &str) -> u64 {

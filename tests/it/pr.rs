@@ -20,6 +20,14 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// PR #7's two files.
+fn pr_files() -> Vec<FileSpec> {
+    vec![
+        FileSpec::modified("src/main.rs", LIB_PATCH),
+        FileSpec::modified("app/work.py", PY_PATCH),
+    ]
+}
+
 /// A world with one PR (#7) of two files, and an App-like token.
 fn world() -> FakeGithub {
     let fake = FakeGithub::start();
@@ -28,10 +36,7 @@ fn world() -> FakeGithub {
         REPO,
         PrSpec {
             number: 7,
-            files: vec![
-                FileSpec::modified("src/main.rs", LIB_PATCH),
-                FileSpec::modified("app/work.py", PY_PATCH),
-            ],
+            files: pr_files(),
             ..PrSpec::default()
         },
     );
@@ -685,4 +690,232 @@ fn a_rate_limit_longer_than_allowed_fails_clearly() {
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(stderr(&o).contains("max_rate_limit_wait"), "{}", stderr(&o));
     assert!(fake.reviews(REPO, 7).is_empty());
+}
+
+// ---- the shared flow, in process: what the App's triggers ask for ----
+
+mod flow {
+    use reviewbot::config::Config;
+    use reviewbot::flow::{FlowCtx, FlowOutcome, Reason, ReviewRequest, review_pr};
+    use reviewbot::github::client::{ClientLimits, GithubClient};
+    use reviewbot::github::model::RepoName;
+    use reviewbot::ids::{HeadSha, PrNumber};
+    use reviewbot::review::notice::Notice;
+    use reviewbot::review::panel::{NoProgress, Panel, SubscriptionSlots};
+
+    use super::{REPO, TOKEN, world};
+    use crate::fake_github::{FakeGithub, Route, sha};
+
+    const WRITERS: [&str; 3] = ["ann", "max", "wes"];
+
+    /// Runs the flow for PR #7 with `reason`, posting, the builtin lens, and an installation
+    /// token, as a worker would.
+    async fn run(fake: &FakeGithub, reason: Reason, head: Option<&str>) -> FlowOutcome {
+        run_with(fake, &Config::default(), reason, head).await
+    }
+
+    /// [`run`] with the operator's `config`.
+    async fn run_with(
+        fake: &FakeGithub,
+        config: &Config,
+        reason: Reason,
+        head: Option<&str>,
+    ) -> FlowOutcome {
+        let github =
+            GithubClient::new(&fake.url(), Some(TOKEN.to_owned()), ClientLimits::default())
+                .expect("client");
+        let panel = Panel::from_env(SubscriptionSlots::new(1), false);
+        let ctx = FlowCtx {
+            github: &github,
+            has_token: true,
+            config,
+            panel: &panel,
+            observer: &NoProgress,
+        };
+        let req = ReviewRequest {
+            repo: RepoName::parse(REPO).expect("repo"),
+            pr: PrNumber(7),
+            head: head.map(|h| HeadSha::parse(h).expect("sha")),
+            installation: None,
+            reason,
+            force: false,
+            post: true,
+            lenses: Vec::new(),
+        };
+        review_pr(&ctx, &req).await.expect("flow")
+    }
+
+    fn skipped(out: &FlowOutcome) -> Option<&'static str> {
+        out.skipped().map(|r| r.as_str())
+    }
+
+    fn files_read(fake: &FakeGithub) -> usize {
+        fake.count("GET", &format!("/repos/{REPO}/pulls/7/files"))
+    }
+
+    fn labeled(label: &str) -> Reason {
+        Reason::Labeled {
+            label: label.to_owned(),
+        }
+    }
+
+    fn command(user: &str) -> Reason {
+        Reason::Command {
+            user: user.to_owned(),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_trigger_label_event_forces_a_round_and_takes_the_label_off() {
+        let fake = world();
+        assert!(run(&fake, Reason::Opened, None).await.posted());
+        // The same head again without an ask: nothing.
+        let again = run(&fake, Reason::Synchronize, None).await;
+        assert_eq!(skipped(&again), Some("already_reviewed"));
+        fake.set_labels(REPO, 7, &["bug", "reviewbot:review"]);
+        let out = run(&fake, labeled("reviewbot:review"), None).await;
+        assert!(out.posted(), "{:?}", out.notices);
+        assert_eq!(out.reports[0].round, Some(2));
+        assert_eq!(fake.reviews(REPO, 7).len(), 2);
+        assert_eq!(fake.labels(REPO, 7), vec!["bug".to_owned()]);
+        // The same event again (a redelivery, a retried job): the label is gone, the ask was
+        // answered, and no third round is posted.
+        let retried = run(&fake, labeled("reviewbot:review"), None).await;
+        assert_eq!(skipped(&retried), Some("already_reviewed"));
+        assert_eq!(fake.reviews(REPO, 7).len(), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn another_label_is_no_ask_and_reads_nothing_more() {
+        let fake = world();
+        fake.set_labels(REPO, 7, &["bug"]);
+        let out = run(&fake, labeled("bug"), None).await;
+        assert_eq!(skipped(&out), Some("not_trigger_label"));
+        assert!(fake.reviews(REPO, 7).is_empty());
+        assert_eq!(files_read(&fake), 0);
+        assert!(
+            out.notices
+                .iter()
+                .any(|n| n.to_string().contains("`bug` is not the trigger label")),
+            "{:?}",
+            out.notices
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_repository_may_rename_the_trigger_label() {
+        let fake = world();
+        fake.add_file_content(
+            REPO,
+            "main",
+            ".github/reviewbot.toml",
+            "[review]\ntrigger_label = \"bot:again\"\n",
+        );
+        let out = run(&fake, labeled("reviewbot:review"), None).await;
+        assert_eq!(skipped(&out), Some("not_trigger_label"));
+        fake.set_labels(REPO, 7, &["bot:again"]);
+        let out = run(&fake, labeled("bot:again"), None).await;
+        assert!(out.posted(), "{:?}", out.notices);
+        assert!(fake.labels(REPO, 7).is_empty());
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_command_from_a_writer_forces_a_round() {
+        let fake = world();
+        for (user, role) in WRITERS.iter().zip(["admin", "maintain", "write"]) {
+            fake.set_role(REPO, user, role);
+        }
+        assert!(run(&fake, Reason::Opened, None).await.posted());
+        for (i, user) in WRITERS.iter().enumerate() {
+            let out = run(&fake, command(user), None).await;
+            assert!(out.posted(), "{user}: {:?}", out.notices);
+            assert_eq!(out.reports[0].round, Some(i as u32 + 2));
+        }
+        assert_eq!(fake.reviews(REPO, 7).len(), 4);
+        assert_eq!(
+            fake.count("GET", &format!("/repos/{REPO}/collaborators/")),
+            3
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_command_from_anyone_else_is_refused_quietly() {
+        let fake = world();
+        fake.set_role(REPO, "rita", "read");
+        fake.set_role(REPO, "tom", "triage");
+        // `nobody` has no role: GitHub answers 404, which is no permission.
+        for user in ["rita", "tom", "nobody"] {
+            let out = run(&fake, command(user), None).await;
+            assert_eq!(skipped(&out), Some("not_permitted"), "{user}");
+        }
+        assert!(fake.reviews(REPO, 7).is_empty());
+        assert!(fake.review_comments(REPO, 7).is_empty());
+        assert_eq!(files_read(&fake), 0);
+        let asked = fake.requests().into_iter().filter(|r| {
+            Route::prefix("GET", &format!("/repos/{REPO}/collaborators/"))
+                .matches(&r.method, &r.path)
+        });
+        let statuses: Vec<u16> = asked.map(|r| r.status).collect();
+        assert_eq!(statuses, [200, 200, 404]);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_moved_head_is_reviewed_at_the_prs_current_head() {
+        let fake = world();
+        let newer = sha("newer");
+        fake.set_head(REPO, 7, &newer, super::pr_files());
+        let out = run(&fake, Reason::Synchronize, Some(&sha("head"))).await;
+        assert!(out.posted());
+        assert_eq!(out.head.as_str(), newer);
+        assert_eq!(
+            out.reports[0].head.as_ref().map(|h| h.as_str()),
+            Some(newer.as_str())
+        );
+        assert_eq!(fake.reviews(REPO, 7)[0]["commit_id"], newer.as_str());
+        assert!(
+            out.notices
+                .iter()
+                .any(|n| matches!(n, Notice::HeadMoved { .. }))
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_opt_out_label_arriving_while_the_lenses_run_stops_the_post() {
+        let fake = world();
+        let dir = tempfile::tempdir().unwrap();
+        let (started, go) = (dir.path().join("started"), dir.path().join("go"));
+        let script = dir.path().join("waits.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\ncat >/dev/null\ntouch '{}'\nwhile [ ! -f '{}' ]; do sleep 0.05; done\necho '{{\"findings\":[]}}'\n",
+                started.display(),
+                go.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let text = super::lens("waits", &script);
+        let config = Config::parse(&text, std::path::Path::new("reviewbot.toml")).unwrap();
+        // While the lens runs, someone adds the opt-out label.
+        let meanwhile = async {
+            while !started.exists() {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            fake.set_labels(REPO, 7, &["reviewbot:no-review"]);
+            std::fs::write(&go, "").unwrap();
+        };
+        let (out, ()) = tokio::join!(run_with(&fake, &config, Reason::Opened, None), meanwhile);
+        assert_eq!(skipped(&out), Some("opt_out"));
+        assert!(!out.posted());
+        assert!(fake.reviews(REPO, 7).is_empty());
+        assert!(
+            out.notices
+                .iter()
+                .any(|n| matches!(n, Notice::OptedOutMeanwhile { .. })),
+            "{:?}",
+            out.notices
+        );
+    }
 }

@@ -438,6 +438,26 @@ pub(super) fn compare(
     })
 }
 
+/// The collaborator permission of `login` with `role` (`repository-collaborator-permission`).
+pub(super) fn permission(api: &str, login: &str, role: &str) -> Value {
+    let base = match role {
+        "admin" => "admin",
+        "maintain" | "write" => "write",
+        "triage" | "read" => "read",
+        _ => "none",
+    };
+    let mut user = user(api, login);
+    user["permissions"] = json!({
+        "admin": base == "admin",
+        "maintain": role == "maintain" || base == "admin",
+        "push": base == "admin" || base == "write",
+        "triage": base != "none",
+        "pull": base != "none",
+    });
+    user["role_name"] = json!(role);
+    json!({"permission": base, "role_name": role, "user": user})
+}
+
 /// A plain error body: `{"message", "documentation_url", "status"}` (status as a string).
 pub(super) fn error(status: u16, message: &str) -> Value {
     json!({"message": message, "documentation_url": DOCS, "status": status.to_string()})

@@ -234,6 +234,9 @@ fn dispatch(world: &Shared, ctx: &Ctx) -> Response {
         ("GET", ["repos", o, r, "compare", spec @ ..]) if !spec.is_empty() => {
             get_compare(&w, o, r, &spec.join("/"))
         }
+        ("GET", ["repos", o, r, "collaborators", user, "permission"]) => {
+            get_permission(&w, o, r, user)
+        }
         _ => {
             w.unexpected.push(ctx.log_index);
             json_response(404, &json::error(404, "Not Found"))
@@ -411,6 +414,19 @@ fn remove_label(
     let repo = &w.repos[&key(o, r)];
     let items: Vec<Value> = labels.iter().map(|l| json::label(&api, repo, l)).collect();
     json_response(200, &Value::Array(items))
+}
+
+/// `GET /collaborators/{user}/permission`: `role_name` is the role, `permission` its base
+/// (`maintain` counts as `write`, `triage` as `read`, as on GitHub); 404 for an unknown user.
+fn get_permission(w: &World, o: &str, r: &str, user: &str) -> Response {
+    let Some(repo) = w.repos.get(&key(o, r)) else {
+        return not_found();
+    };
+    let login = decode(user);
+    let Some(role) = repo.roles.get(&login.to_ascii_lowercase()) else {
+        return not_found();
+    };
+    json_response(200, &json::permission(&w.api, &login, role))
 }
 
 /// `GET /contents/{path}?ref=`: base64 content; 404 when the file is absent at that ref.

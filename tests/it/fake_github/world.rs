@@ -36,6 +36,9 @@ pub(super) struct Repo {
     pub contents: HashMap<(String, String), String>,
     /// `(base, head)` → compare status and files.
     pub compares: HashMap<(String, String), (String, Vec<FileSpec>)>,
+    /// Lower-case login → role (`admin`, `maintain`, `write`, `triage`, `read`); users not
+    /// here are unknown to the permission endpoint (404).
+    pub roles: HashMap<String, String>,
 }
 
 /// One pull request with its history.
@@ -176,6 +179,7 @@ impl Repo {
             prs: BTreeMap::new(),
             contents: HashMap::new(),
             compares: HashMap::new(),
+            roles: HashMap::new(),
         }
     }
 }

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::review::finding::{LensResponse, ResponseError};
+use crate::lens::contract::{LensResponse, ResponseError};
 
 impl LensResponse {
     /// Reads a lens's output as exactly one lens response. A ```json fence or prose around the
@@ -162,7 +162,7 @@ fn from_value(mut value: Value) -> Result<LensResponse, ResponseError> {
 mod tests {
     use super::*;
     use crate::diff::Side;
-    use crate::review::{Confidence, Severity};
+    use crate::lens::contract::{Confidence, Severity};
 
     const ONE: &str = r#"{"findings": [{"path": "src/lib.rs", "line": 42, "start_line": 40,
         "side": "RIGHT", "severity": "blocking", "confidence": "high",

@@ -1,0 +1,120 @@
+//! Gather: every GitHub read of the flow. Each call here is one step the flow needs; the
+//! decisions about what it read are made in `review::{gate, scope, rounds}`.
+
+use std::path::Path;
+
+use crate::config::ReviewConfig;
+use crate::diff::Diff;
+use crate::flow::{FlowCtx, FlowError};
+use crate::github::client::GithubError;
+use crate::github::model::{Comparison, Permission, PullRequest, RepoName, Review, ReviewComment};
+use crate::ids::{HeadSha, PrNumber};
+use crate::review::rounds::{History, Identity};
+use crate::review::scope::diff_of;
+
+/// Where the repository's own settings live, read from the PR's base branch.
+pub const REPO_CONFIG_PATH: &str = ".github/reviewbot.toml";
+
+/// The PR, and the `[review]` settings that apply to it: the operator's, overlaid with the
+/// repository's own file on the base branch.
+pub(super) async fn pull_and_settings(
+    ctx: &FlowCtx<'_>,
+    repo: &RepoName,
+    pr: PrNumber,
+) -> Result<(PullRequest, ReviewConfig), FlowError> {
+    let pull = ctx.github.pull_request(repo, pr).await?;
+    let text = ctx
+        .github
+        .file_at_ref(repo, REPO_CONFIG_PATH, &pull.base_ref)
+        .await?;
+    let review = match &text {
+        Some(text) => ctx
+            .config
+            .review_for_repo(text, Path::new(REPO_CONFIG_PATH))
+            .map_err(FlowError::RepoConfig)?,
+        None => ctx.config.review.clone(),
+    };
+    Ok((pull, review))
+}
+
+/// What `user` may do in `repo` (a user GitHub does not know has no permission).
+pub(super) async fn permission(
+    ctx: &FlowCtx<'_>,
+    repo: &RepoName,
+    user: &str,
+) -> Result<Permission, GithubError> {
+    ctx.github.collaborator_permission(repo, user).await
+}
+
+/// The PR's diff, and the files GitHub gave no patch for.
+pub(super) async fn files(
+    ctx: &FlowCtx<'_>,
+    repo: &RepoName,
+    pr: PrNumber,
+    max_files: usize,
+) -> Result<(Diff, Vec<String>), FlowError> {
+    let files = ctx.github.pull_request_files(repo, pr, max_files).await?;
+    diff_of(&files).map_err(FlowError::Patch)
+}
+
+/// Whose markers count as ours: the configured login, else the token's user, else any bot
+/// (installation and Actions tokens cannot read `GET /user`).
+pub(super) async fn identity(ctx: &FlowCtx<'_>) -> Result<Identity, GithubError> {
+    Ok(match &ctx.config.github.bot_login {
+        Some(login) => Identity::Login(login.clone()),
+        None => match ctx.github.current_user().await? {
+            Some(user) => Identity::Login(user.login),
+            None => Identity::AnyBot,
+        },
+    })
+}
+
+/// The PR's reviews, and — once we have posted a round — the review comments (thread replies
+/// matter only then).
+pub(super) async fn past_rounds(
+    ctx: &FlowCtx<'_>,
+    repo: &RepoName,
+    pr: PrNumber,
+    identity: &Identity,
+) -> Result<(Vec<Review>, Vec<ReviewComment>), GithubError> {
+    let reviews = ctx.github.reviews(repo, pr).await?;
+    let any_round = History::read(&reviews, &[], identity, None).last_round() > 0
+        || reviews
+            .iter()
+            .any(|r| identity.owns(r.user.as_ref()) && r.body.contains("<!-- reviewbot round="));
+    let comments = if any_round {
+        ctx.github.review_comments(repo, pr).await?
+    } else {
+        Vec::new()
+    };
+    Ok((reviews, comments))
+}
+
+/// How `head` relates to the last reviewed head (an error when GitHub cannot compare them,
+/// e.g. the old head is gone).
+pub(super) async fn compare(
+    ctx: &FlowCtx<'_>,
+    repo: &RepoName,
+    last: &HeadSha,
+    head: &HeadSha,
+) -> Result<Comparison, GithubError> {
+    ctx.github.compare(repo, last.as_str(), head.as_str()).await
+}
+
+/// The PR's labels now (the opt-out re-check right before posting).
+pub(super) async fn labels(
+    ctx: &FlowCtx<'_>,
+    repo: &RepoName,
+    pr: PrNumber,
+) -> Result<Vec<String>, GithubError> {
+    ctx.github.labels(repo, pr).await
+}
+
+/// The PR's reviews now (to find out whether an unconfirmed write landed).
+pub(super) async fn reviews(
+    ctx: &FlowCtx<'_>,
+    repo: &RepoName,
+    pr: PrNumber,
+) -> Result<Vec<Review>, GithubError> {
+    ctx.github.reviews(repo, pr).await
+}

@@ -1,0 +1,118 @@
+//! The lens contract: what every lens answers (a [`LensResponse`] of [`RawFinding`]s graded by
+//! [`Severity`] and [`Confidence`]) and the JSON Schema sent with every request. It sits below
+//! the lenses and the review stages, which both speak it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::diff::Side;
+
+/// How much a finding matters. Ordered most severe first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Blocking,
+    Advisory,
+}
+
+/// How sure the panel is. Ordered most confident first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    High,
+    Medium,
+    Low,
+}
+
+impl Confidence {
+    /// One step more confident, at most `High`.
+    pub fn raised(self) -> Self {
+        match self {
+            Confidence::Low => Confidence::Medium,
+            Confidence::Medium | Confidence::High => Confidence::High,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confidence::High => "high",
+            Confidence::Medium => "medium",
+            Confidence::Low => "low",
+        }
+    }
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Blocking => "blocking",
+            Severity::Advisory => "advisory",
+        }
+    }
+}
+
+/// One finding as a lens reports it (`docs/contract.md` "Lens response").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RawFinding {
+    pub path: String,
+    pub line: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_line: Option<u32>,
+    #[serde(default)]
+    pub side: Side,
+    pub severity: Severity,
+    pub confidence: Confidence,
+    pub title: String,
+    pub body: String,
+}
+
+/// A lens's whole answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LensResponse {
+    pub findings: Vec<RawFinding>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
+
+/// Why a lens's output could not be read as a lens response.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResponseError {
+    #[error("the reply is empty")]
+    Empty,
+    #[error("the reply holds no JSON object")]
+    NoObject,
+    #[error("the reply holds {0} JSON objects where one was expected")]
+    Ambiguous(usize),
+    #[error("the reply's JSON is not a lens response: {0}")]
+    Invalid(String),
+}
+
+/// The JSON Schema of the lens response, in OpenAI strict form (every property required,
+/// `additionalProperties: false`; optional fields are nullable), sent to every lens.
+pub fn response_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["findings", "summary"],
+        "properties": {
+            "findings": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["path", "line", "start_line", "side", "severity", "confidence", "title", "body"],
+                    "properties": {
+                        "path": {"type": "string", "description": "File path as the diff names it (the new path)."},
+                        "line": {"type": "integer", "minimum": 1, "description": "Last line the finding is about, in the file on `side`."},
+                        "start_line": {"type": ["integer", "null"], "minimum": 1, "description": "First line of a multi-line finding, or null."},
+                        "side": {"type": "string", "enum": ["RIGHT", "LEFT"], "description": "RIGHT: the new file (added or context lines); LEFT: the old file (removed lines)."},
+                        "severity": {"type": "string", "enum": ["blocking", "advisory"]},
+                        "confidence": {"type": "string", "enum": ["high", "medium", "low"]},
+                        "title": {"type": "string", "description": "One line naming the problem."},
+                        "body": {"type": "string", "description": "Why it is wrong, and what to do."}
+                    }
+                }
+            },
+            "summary": {"type": ["string", "null"], "description": "Optional one paragraph about the change."}
+        }
+    })
+}

@@ -1,0 +1,215 @@
+//! The words of the flow's notices and of a round's scope. The CLI prints a notice as one
+//! stderr line (`notice: …` or `warning: …`); the worker logs the same line.
+
+use std::fmt;
+
+use crate::github::model::Permission;
+use crate::render::{NOTICE_BUILTIN_ONLY, reveal_invisible};
+use crate::review::gate::SkipReason;
+use crate::review::notice::Notice;
+use crate::review::scope::{Rescope, Scope};
+
+impl fmt::Display for Notice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Notice::NotReviewing { repo, pr, reason } => {
+                write!(f, "notice: not reviewing {repo}{pr}: {}", why_not(reason))
+            }
+            Notice::BuiltinOnly => f.write_str(NOTICE_BUILTIN_ONLY),
+            Notice::AlreadyReviewed {
+                head,
+                lens,
+                round,
+                trigger_label,
+            } => {
+                let who = lens
+                    .as_ref()
+                    .map(|l| format!(" by lens {l}"))
+                    .unwrap_or_default();
+                write!(
+                    f,
+                    "notice: head {} was already reviewed{who} in round {round}; nothing to post \
+                     (add the `{trigger_label}` label or comment `/reviewbot review` to ask for a \
+                     new round)",
+                    head.short()
+                )
+            }
+            Notice::HeadMoved { asked, reviewed } => write!(
+                f,
+                "notice: the PR's head moved from {} to {} after the round was asked for; \
+                 reviewing {}",
+                asked.short(),
+                reviewed.short(),
+                reviewed.short()
+            ),
+            Notice::AllLensesFailed => {
+                f.write_str("notice: not posted: every lens failed, so there is no review to post")
+            }
+            Notice::NoToken => f.write_str(
+                "notice: not posted: GITHUB_TOKEN is not set; the review is printed above instead",
+            ),
+            Notice::OptedOutMeanwhile { label } => {
+                write!(
+                    f,
+                    "notice: not posted: the PR got the `{label}` label meanwhile"
+                )
+            }
+            Notice::CommentsRefused { errors } => write!(
+                f,
+                "notice: GitHub refused the line comments ({}); posting the round with every \
+                 finding in the body",
+                errors.join("; ")
+            ),
+            Notice::PostForbidden { error } => write!(
+                f,
+                "notice: not posted: {error} A workflow run for a fork PR gets a read-only \
+                 token; the review is printed above."
+            ),
+            Notice::LabelNotRemoved { label, error } => {
+                write!(f, "warning: could not remove the `{label}` label: {error}")
+            }
+        }
+    }
+}
+
+/// Why a PR gets no round, after "not reviewing o/r#7: ".
+fn why_not(reason: &SkipReason) -> String {
+    match reason {
+        SkipReason::Closed => "it is closed".to_owned(),
+        SkipReason::Draft => {
+            "it is a draft (a round starts when it is ready for review)".to_owned()
+        }
+        SkipReason::OptOut { label } => format!("it carries the `{label}` label"),
+        SkipReason::TooManyFiles { max_files } => {
+            format!("it changes more than max_files = {max_files} files")
+        }
+        SkipReason::AllIgnored => "every changed file is ignored by ignore_paths".to_owned(),
+        SkipReason::AlreadyReviewed => "its head was already reviewed".to_owned(),
+        // The label's name comes from an event: shown, never acted on.
+        SkipReason::NotTriggerLabel { label } => format!(
+            "the label `{}` is not the trigger label",
+            reveal_invisible(label)
+        ),
+        SkipReason::NotPermitted { user, permission } => format!(
+            "{} asked with `/reviewbot review` but has {} permission (it takes write, maintain \
+             or admin)",
+            reveal_invisible(user),
+            match permission {
+                Permission::None => "no",
+                p => p.as_str(),
+            }
+        ),
+    }
+}
+
+/// `Reviewed what changed since round 1 (head 1a2b3c4).`, or why everything was reviewed again.
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (round, head) = (self.since_round, self.since_head.short());
+        match self.everything {
+            None => write!(
+                f,
+                "Reviewed what changed since round {round} (head {head})."
+            ),
+            Some(why) => {
+                let why = match why {
+                    Rescope::Unreachable => "the last reviewed head is no longer reachable",
+                    Rescope::Rewritten => "the branch was rewritten",
+                    Rescope::TooManyFiles => "too many files changed",
+                    Rescope::Unreadable => "the changes since could not be read",
+                };
+                write!(
+                    f,
+                    "Reviewed the whole change again: {why} since round {round} (head {head})."
+                )
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::github::model::RepoName;
+    use crate::ids::{HeadSha, LensName, PrNumber};
+
+    fn sha(c: char) -> HeadSha {
+        HeadSha::parse(&c.to_string().repeat(40)).expect("sha")
+    }
+
+    #[test]
+    fn every_notice_reads_as_one_line() {
+        let repo = RepoName::parse("octo/app").expect("repo");
+        let skip = |reason| Notice::NotReviewing {
+            repo: repo.clone(),
+            pr: PrNumber(7),
+            reason,
+        };
+        let notices = [
+            skip(SkipReason::Closed),
+            skip(SkipReason::Draft),
+            skip(SkipReason::OptOut {
+                label: "reviewbot:no-review".into(),
+            }),
+            skip(SkipReason::TooManyFiles { max_files: 300 }),
+            skip(SkipReason::AllIgnored),
+            skip(SkipReason::NotTriggerLabel {
+                label: "bug\u{202E}".into(),
+            }),
+            skip(SkipReason::NotPermitted {
+                user: "mallory".into(),
+                permission: Permission::Read,
+            }),
+            Notice::BuiltinOnly,
+            Notice::AlreadyReviewed {
+                head: sha('a'),
+                lens: Some(LensName::new("terra")),
+                round: 2,
+                trigger_label: "reviewbot:review".into(),
+            },
+            Notice::HeadMoved {
+                asked: sha('a'),
+                reviewed: sha('b'),
+            },
+            Notice::AllLensesFailed,
+            Notice::NoToken,
+            Notice::OptedOutMeanwhile {
+                label: "reviewbot:no-review".into(),
+            },
+            Notice::CommentsRefused {
+                errors: vec!["line must be part of the diff".into(), "x".into()],
+            },
+            Notice::PostForbidden {
+                error: "GitHub refused creating a review (403): no.".into(),
+            },
+            Notice::LabelNotRemoved {
+                label: "reviewbot:review".into(),
+                error: "boom".into(),
+            },
+        ];
+        let text: Vec<String> = notices.iter().map(ToString::to_string).collect();
+        assert!(text.iter().all(|t| !t.contains('\n')));
+        insta::assert_snapshot!(text.join("\n"));
+    }
+
+    #[test]
+    fn scopes() {
+        let since = Scope {
+            since_round: 1,
+            since_head: sha('c'),
+            everything: None,
+        };
+        assert_eq!(
+            since.to_string(),
+            "Reviewed what changed since round 1 (head cccccccc)."
+        );
+        let again = Scope {
+            everything: Some(Rescope::Rewritten),
+            ..since
+        };
+        assert_eq!(
+            again.to_string(),
+            "Reviewed the whole change again: the branch was rewritten since round 1 (head cccccccc)."
+        );
+    }
+}

@@ -1,0 +1,42 @@
+//! What the review flow tells whoever started it, as data: the CLI prints each notice on
+//! stderr, the App's worker logs and stores it. The words are in `render::notice`.
+
+use crate::github::model::RepoName;
+use crate::ids::{HeadSha, LensName, PrNumber};
+use crate::review::gate::SkipReason;
+
+/// One thing worth saying about a review run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// The PR gets no round, and why.
+    NotReviewing {
+        repo: RepoName,
+        pr: PrNumber,
+        reason: SkipReason,
+    },
+    /// No lens was configured or named: the builtin lens reviews alone.
+    BuiltinOnly,
+    /// `head` already has its round (by `lens`, in per-lens mode); nothing to post.
+    AlreadyReviewed {
+        head: HeadSha,
+        lens: Option<LensName>,
+        round: u32,
+        trigger_label: String,
+    },
+    /// The trigger named `asked`, but the PR's head had moved on to `reviewed` (a newer job
+    /// follows for it).
+    HeadMoved { asked: HeadSha, reviewed: HeadSha },
+    /// Not posted: every lens failed.
+    AllLensesFailed,
+    /// Not posted: there is no token to post with.
+    NoToken,
+    /// Not posted: the opt-out `label` arrived while the round ran.
+    OptedOutMeanwhile { label: String },
+    /// GitHub refused the line comments (its `errors`); the round is posted with every finding
+    /// in the body instead.
+    CommentsRefused { errors: Vec<String> },
+    /// Not posted: GitHub refused the write (`error`, a read-only token).
+    PostForbidden { error: String },
+    /// The trigger `label` could not be taken off after the round (`error`).
+    LabelNotRemoved { label: String, error: String },
+}
