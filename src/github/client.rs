@@ -21,10 +21,17 @@
 //!   the next); at most [`MAX_IN_FLIGHT`] requests are in flight at once;
 //! - a backoff of 4 s or more is announced on the notice sink too.
 //!
+//! Authentication comes from a [`TokenSource`], asked before every attempt: none, a static
+//! token (`GITHUB_TOKEN`), the App's JWT, or an App installation's token (minted and cached by
+//! [`crate::github::app::GithubApp`], so a job that outlives a token gets a new one). A 401 to
+//! an installation token drops it from the cache and sends the request once more with a new
+//! one, a `POST` too: a 401 means GitHub did not act on it. `Authorization` is set by this
+//! client, never by octocrab, and only on the API's own origin.
+//!
 //! Every attempt (retries included) is counted by [`GithubClient::request_count`]. Response
 //! bodies are read up to [`MAX_BODY_BYTES`]; error messages are truncated to 500 characters,
-//! passed through [`crate::redact::redact`] (and scrubbed of the client's own token) and carry
-//! GitHub's `x-github-request-id`. The token never appears in `Debug`, logs or errors.
+//! passed through [`crate::redact::redact`] (and scrubbed of the token or JWT the attempt sent)
+//! and carry GitHub's `x-github-request-id`. No token appears in `Debug`, logs or errors.
 //!
 //! Paginated lists ask for `per_page=100` and follow `Link: <…>; rel="next"`, only while the
 //! link stays on the API's own scheme and host.
