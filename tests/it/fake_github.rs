@@ -20,13 +20,16 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 mod app;
+#[path = "../support/app_keys.rs"]
+mod app_keys;
 mod hunks;
 mod json;
 mod server;
 mod tests;
 mod world;
 
-pub use app::{KeyForm, Minted, test_key};
+pub use app::Minted;
+pub use app_keys::{KeyForm, test_key};
 use world::{Pr, Repo, World};
 
 /// What a token is, and so what it may do and who it acts as.

@@ -1,67 +1,22 @@
 //! Tests of the App credentials and the App JWT (signed for real, verified with the public key).
 
 use std::collections::HashMap;
-use std::process::Command;
-use std::sync::OnceLock;
 
 use jsonwebtoken::{DecodingKey, Validation};
 use serde_json::Value;
 
 use super::*;
 
-/// A key pair made by the `openssl` CLI for this test run (no key is committed).
-pub(crate) struct TestKey {
-    pub private_pem: String,
-    pub public_pem: String,
-}
+// The key maker the integration tests use too.
+#[path = "../../../tests/support/app_keys.rs"]
+pub(crate) mod app_keys;
 
-/// A 2048-bit key, PKCS#1 (`BEGIN RSA PRIVATE KEY`, as GitHub issues it) or PKCS#8; one of
-/// each per test run.
-pub(crate) fn test_key(pkcs8: bool) -> &'static TestKey {
-    static KEYS: [OnceLock<TestKey>; 2] = [OnceLock::new(), OnceLock::new()];
-    KEYS[usize::from(pkcs8)].get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let private = dir.path().join("app.pem");
-        let private = private.to_str().unwrap();
-        let public = dir.path().join("app.pub.pem");
-        if pkcs8 {
-            openssl(&[
-                "genpkey",
-                "-algorithm",
-                "RSA",
-                "-pkeyopt",
-                "rsa_keygen_bits:2048",
-                "-out",
-                private,
-            ]);
-        } else {
-            openssl(&["genrsa", "-traditional", "-out", private, "2048"]);
-        }
-        openssl(&[
-            "rsa",
-            "-in",
-            private,
-            "-pubout",
-            "-out",
-            public.to_str().unwrap(),
-        ]);
-        TestKey {
-            private_pem: std::fs::read_to_string(private).unwrap(),
-            public_pem: std::fs::read_to_string(public).unwrap(),
-        }
+pub(crate) fn test_key(pkcs8: bool) -> &'static app_keys::TestKey {
+    app_keys::test_key(if pkcs8 {
+        app_keys::KeyForm::Pkcs8
+    } else {
+        app_keys::KeyForm::Pkcs1
     })
-}
-
-fn openssl(args: &[&str]) {
-    let out = Command::new("openssl")
-        .args(args)
-        .output()
-        .expect("these tests need the `openssl` CLI to make keys");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {

@@ -928,7 +928,7 @@ fn minted(token: &str, secs: u64) -> Reply {
     )
 }
 
-fn app_key() -> &'static crate::github::app::tests::TestKey {
+fn app_key() -> &'static crate::github::app::tests::app_keys::TestKey {
     crate::github::app::tests::test_key(false)
 }
 
