@@ -21,10 +21,17 @@
 //!   the next); at most [`MAX_IN_FLIGHT`] requests are in flight at once;
 //! - a backoff of 4 s or more is announced on the notice sink too.
 //!
+//! Authentication comes from a [`TokenSource`], asked before every attempt: none, a static
+//! token (`GITHUB_TOKEN`), the App's JWT, or an App installation's token (minted and cached by
+//! [`crate::github::app::GithubApp`], so a job that outlives a token gets a new one). A 401 to
+//! an installation token drops it from the cache and sends the request once more with a new
+//! one, a `POST` too: a 401 means GitHub did not act on it. `Authorization` is set by this
+//! client, never by octocrab, and only on the API's own origin.
+//!
 //! Every attempt (retries included) is counted by [`GithubClient::request_count`]. Response
 //! bodies are read up to [`MAX_BODY_BYTES`]; error messages are truncated to 500 characters,
-//! passed through [`crate::redact::redact`] (and scrubbed of the client's own token) and carry
-//! GitHub's `x-github-request-id`. The token never appears in `Debug`, logs or errors.
+//! passed through [`crate::redact::redact`] (and scrubbed of the token or JWT the attempt sent)
+//! and carry GitHub's `x-github-request-id`. No token appears in `Debug`, logs or errors.
 //!
 //! Paginated lists ask for `per_page=100` and follow `Link: <…>; rel="next"`, only while the
 //! link stays on the API's own scheme and host.
@@ -43,7 +50,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use bytes::Bytes;
-use http::header::{ACCEPT, HeaderMap};
+use http::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
 use http::{Method, StatusCode, Uri};
 use http_body_util::BodyExt as _;
 use octocrab::Octocrab;
@@ -54,10 +61,11 @@ use serde::de::DeserializeOwned;
 
 use crate::config::GithubConfig;
 use crate::diff::Side;
+use crate::github::app::{AppCredentials, GithubApp, InstallationToken};
 use crate::github::model::{
     Comparison, NewReview, Permission, PrFile, PullRequest, RepoName, Review, ReviewComment, User,
 };
-use crate::ids::{HeadSha, PrNumber};
+use crate::ids::{HeadSha, InstallationId, PrNumber};
 use crate::redact::redact;
 
 /// Default API base URL.
@@ -153,12 +161,16 @@ impl fmt::Debug for ClientLimits {
 /// Every message is truncated, redacted and free of the token.
 #[derive(Debug, thiserror::Error)]
 pub enum GithubError {
-    /// 401: the token is missing, expired or revoked.
+    /// 401: the token is missing, expired or revoked (for an installation token: even after
+    /// minting a new one). `hint` says what to check for this client's kind of token.
     #[error(
-        "GitHub rejected the token (401): check GITHUB_TOKEN{}",
+        "GitHub rejected the token (401): {hint}{}",
         request_id_suffix(request_id)
     )]
-    Unauthorized { request_id: Option<String> },
+    Unauthorized {
+        request_id: Option<String>,
+        hint: &'static str,
+    },
     /// 403 that is not a rate limit. Display ends with the permission the call needs.
     #[error(
         "GitHub refused {what} (403): {message}. {}",
@@ -255,11 +267,107 @@ fn fmt_wait(wait: Duration) -> String {
     }
 }
 
+/// Where a client's `Authorization` comes from. Asked before every attempt, so an
+/// installation token that expires during a long job is renewed in the middle of it.
+#[derive(Clone)]
+pub enum TokenSource {
+    /// No `Authorization` header (public data only).
+    None,
+    /// A fixed token: `GITHUB_TOKEN`, a personal access token.
+    Static(SecretString),
+    /// The App itself: a fresh App JWT per attempt (`GET /app`, minting tokens).
+    App(Arc<AppCredentials>),
+    /// An installation of the App: its cached installation token. A 401 drops the token and
+    /// sends the request once more with a new one.
+    Installation {
+        app: Arc<GithubApp>,
+        installation: InstallationId,
+    },
+}
+
+impl TokenSource {
+    /// A static token, trimmed; `None` when empty.
+    pub fn token(token: Option<String>) -> TokenSource {
+        match token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()) {
+            Some(token) => TokenSource::Static(SecretString::from(token)),
+            None => TokenSource::None,
+        }
+    }
+
+    /// The installation `installation` of `app`.
+    pub fn installation(app: &Arc<GithubApp>, installation: InstallationId) -> TokenSource {
+        TokenSource::Installation {
+            app: Arc::clone(app),
+            installation,
+        }
+    }
+
+    /// The secret to send on the next attempt.
+    ///
+    /// Boxed: an installation token may have to be minted, through a request of the App's own
+    /// client, and an async call cycle (request → token → request) needs a boxed future.
+    fn secret(&self) -> BoxFuture<'_, Result<Option<SecretString>, GithubError>> {
+        Box::pin(async move {
+            let secret = match self {
+                TokenSource::None => return Ok(None),
+                TokenSource::Static(token) => token.clone(),
+                TokenSource::App(credentials) => credentials
+                    .jwt()
+                    .map_err(|e| GithubError::Setup(e.to_string()))?,
+                TokenSource::Installation { app, installation } => {
+                    app.installation_token(*installation).await?
+                }
+            };
+            if !sendable(secret.expose_secret()) {
+                return Err(GithubError::Setup(
+                    "the token contains characters that cannot be sent in an HTTP header".into(),
+                ));
+            }
+            Ok(Some(secret))
+        })
+    }
+
+    /// What to check when GitHub answers 401.
+    fn unauthorized_hint(&self) -> &'static str {
+        match self {
+            TokenSource::None | TokenSource::Static(_) => "check GITHUB_TOKEN",
+            TokenSource::App(_) => {
+                "the App JWT was refused: check REVIEWBOT_APP_ID and the App's private key, and \
+                 that this machine's clock is right"
+            }
+            TokenSource::Installation { .. } => {
+                "the installation token was refused even after minting a new one: check that the \
+                 App is still installed on this repository"
+            }
+        }
+    }
+}
+
+impl fmt::Debug for TokenSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TokenSource::None => f.write_str("None"),
+            TokenSource::Static(_) => f.write_str("Static([set])"),
+            TokenSource::App(credentials) => write!(f, "App({})", credentials.issuer()),
+            TokenSource::Installation { installation, .. } => {
+                write!(f, "Installation({})", installation.0)
+            }
+        }
+    }
+}
+
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Whether a token can go in a header as is (octocrab-free check: we build the header).
+fn sendable(token: &str) -> bool {
+    !token.is_empty() && token.bytes().all(|b| b.is_ascii_graphic())
+}
+
 /// The GitHub REST client. Cheap to share behind an `Arc`; all methods take `&self`.
 pub struct GithubClient {
     octo: Octocrab,
     base: Uri,
-    token: Option<SecretString>,
+    source: TokenSource,
     limits: ClientLimits,
     requests: AtomicUsize,
     /// Serialises writes; holds when the last one ended.
@@ -271,7 +379,14 @@ impl fmt::Debug for GithubClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GithubClient")
             .field("base", &self.base.to_string())
-            .field("token", &self.token.as_ref().map(|_| "[set]"))
+            .field(
+                "token",
+                &match &self.source {
+                    TokenSource::None => None,
+                    TokenSource::Static(_) => Some("[set]".to_owned()),
+                    other => Some(format!("{other:?}")),
+                },
+            )
             .field("limits", &self.limits)
             .field("requests", &self.request_count())
             .finish_non_exhaustive()
@@ -305,6 +420,9 @@ struct Call<'a> {
     accept: &'static str,
     body: Option<serde_json::Value>,
     ctx: &'a Ctx,
+    /// A non-`GET` that is safe to send again after a 5xx or transport error (minting a token:
+    /// a second token does no harm) and needs no write pacing.
+    retry_safe: bool,
 }
 
 /// A response read in full.
@@ -312,6 +430,8 @@ struct Raw {
     status: StatusCode,
     headers: HeaderMap,
     body: Bytes,
+    /// The token (or JWT) this attempt sent, to scrub from errors built from the response.
+    auth: Option<SecretString>,
 }
 
 enum AttemptError {
@@ -329,6 +449,24 @@ impl GithubClient {
         token: Option<String>,
         limits: ClientLimits,
     ) -> Result<Self, GithubError> {
+        let source = TokenSource::token(token);
+        if let TokenSource::Static(token) = &source
+            && !sendable(token.expose_secret())
+        {
+            return Err(GithubError::Setup(
+                "GITHUB_TOKEN contains characters that cannot be sent in an HTTP header".into(),
+            ));
+        }
+        Self::with_source(api_url, source, limits)
+    }
+
+    /// Builds a client for `api_url` whose `Authorization` comes from `source`, asked on every
+    /// attempt. Must be called inside a Tokio runtime.
+    pub fn with_source(
+        api_url: &str,
+        source: TokenSource,
+        limits: ClientLimits,
+    ) -> Result<Self, GithubError> {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(GithubError::Setup(
                 "the GitHub client must be built inside a Tokio runtime".into(),
@@ -343,37 +481,35 @@ impl GithubClient {
                 "invalid GitHub API URL {trimmed:?}: expected http(s)://host[/path]"
             )));
         }
-        let token = token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
-        // octocrab unwraps the header value it builds from the token: check it first.
-        if token
-            .as_deref()
-            .is_some_and(|t| !t.bytes().all(|b| b.is_ascii_graphic()))
-        {
-            return Err(GithubError::Setup(
-                "GITHUB_TOKEN contains characters that cannot be sent in an HTTP header".into(),
-            ));
-        }
-        let mut builder = Octocrab::builder()
+        // No octocrab auth: `attempt` sets `Authorization` itself from the source, and only
+        // ever on the API's own origin (pagination links are checked by `same_origin`).
+        let octo = Octocrab::builder()
             .base_uri(base.clone())
             .map_err(|e| GithubError::Setup(error_chain(&e)))?
             .set_connect_timeout(Some(CONNECT_TIMEOUT))
             .set_read_timeout(Some(READ_TIMEOUT))
-            .set_write_timeout(Some(WRITE_TIMEOUT));
-        if let Some(token) = &token {
-            builder = builder.personal_token(token.clone());
-        }
-        let octo = builder.build().map_err(|e| {
-            GithubError::Setup(scrub(&error_chain(&e), token.as_deref()).into_owned())
-        })?;
-        Ok(Self {
+            .set_write_timeout(Some(WRITE_TIMEOUT))
+            .build()
+            .map_err(|e| GithubError::Setup(error_chain(&e)))?;
+        Ok(Self::from_parts(octo, base, source, limits))
+    }
+
+    /// A client on the same API and connections with another token source and limits; its
+    /// own request count, write pacing and in-flight cap. Cheap (no new connection pool).
+    pub fn sibling(&self, source: TokenSource, limits: ClientLimits) -> Self {
+        Self::from_parts(self.octo.clone(), self.base.clone(), source, limits)
+    }
+
+    fn from_parts(octo: Octocrab, base: Uri, source: TokenSource, limits: ClientLimits) -> Self {
+        Self {
             octo,
             base,
-            token: token.map(SecretString::from),
+            source,
             limits,
             requests: AtomicUsize::new(0),
             write_gate: tokio::sync::Mutex::new(None),
             in_flight: tokio::sync::Semaphore::new(MAX_IN_FLIGHT),
-        })
+        }
     }
 
     /// [`from_env`]: `GITHUB_API_URL` and `GITHUB_TOKEN`.
@@ -670,6 +806,7 @@ impl GithubClient {
             accept: ACCEPT_JSON,
             body: None,
             ctx: &ctx,
+            retry_safe: false,
         };
         let raw = self.request(&call).await?;
         if raw.status.is_success() || raw.status == StatusCode::NOT_FOUND {
@@ -706,6 +843,7 @@ impl GithubClient {
             accept: ACCEPT_JSON,
             body: Some(body),
             ctx: &ctx,
+            retry_safe: false,
         };
         let raw = self.request(&call).await?;
         if !raw.status.is_success() {
@@ -713,6 +851,82 @@ impl GithubClient {
         }
         let review: ApiReview = parse_json(&raw, &ctx)?;
         Ok(review.into_model())
+    }
+
+    /// `GET /app` (with the App JWT): the App's slug; its bot login is `<slug>[bot]`.
+    pub async fn app_slug(&self) -> Result<String, GithubError> {
+        #[derive(Deserialize)]
+        struct ApiApp {
+            slug: String,
+        }
+        let ctx = Ctx {
+            what: "reading the GitHub App (GET /app)".into(),
+            permission: "metadata: read",
+        };
+        let raw = self.get(&ctx, "/app".into(), ACCEPT_JSON).await?;
+        if raw.status != StatusCode::OK {
+            return Err(self.error(&raw, &ctx));
+        }
+        let app: ApiApp = parse_json(&raw, &ctx)?;
+        let slug = app.slug.trim();
+        if slug.is_empty()
+            || !slug
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(GithubError::InvalidResponse {
+                what: ctx.what,
+                message: format!("not an App slug: {:?}", truncate(slug)),
+            });
+        }
+        Ok(slug.to_owned())
+    }
+
+    /// `POST /app/installations/{id}/access_tokens` (with the App JWT): a new installation
+    /// token and when it expires. Retried like a `GET`: a second token does no harm.
+    pub async fn create_installation_token(
+        &self,
+        installation: InstallationId,
+    ) -> Result<InstallationToken, GithubError> {
+        #[derive(Deserialize)]
+        struct ApiToken {
+            token: String,
+            expires_at: String,
+        }
+        let ctx = Ctx {
+            what: format!("minting a token for installation {installation} of the App"),
+            permission: "metadata: read",
+        };
+        let call = Call {
+            method: Method::POST,
+            uri: format!("/app/installations/{}/access_tokens", installation.0),
+            accept: ACCEPT_JSON,
+            body: None,
+            ctx: &ctx,
+            retry_safe: true,
+        };
+        let raw = self.request(&call).await?;
+        if raw.status != StatusCode::CREATED && raw.status != StatusCode::OK {
+            return Err(self.error(&raw, &ctx));
+        }
+        let invalid = |message: &str| GithubError::InvalidResponse {
+            what: ctx.what.clone(),
+            message: message.to_owned(),
+        };
+        // Never `parse_json` here: a serde error could quote the token.
+        let api: ApiToken =
+            serde_json::from_slice(&raw.body).map_err(|_| invalid("no token in the answer"))?;
+        let token = api.token.trim().to_owned();
+        // No length or shape check: GitHub's token formats vary (stateless tokens are long).
+        if !sendable(&token) {
+            return Err(invalid("the token is empty or not sendable in a header"));
+        }
+        let expires_at = humantime::parse_rfc3339_weak(api.expires_at.trim())
+            .map_err(|_| invalid("`expires_at` is not an RFC 3339 time"))?;
+        Ok(InstallationToken {
+            token: SecretString::from(token),
+            expires_at,
+        })
     }
 
     // ---- transport -------------------------------------------------------------------------
@@ -724,6 +938,7 @@ impl GithubClient {
             accept,
             body: None,
             ctx,
+            retry_safe: false,
         })
         .await
     }
@@ -780,7 +995,7 @@ impl GithubClient {
     /// Returns the final response for any status that is not retried (the caller maps
     /// errors with [`Self::error`]); a 5xx after the last `GET` attempt is returned as well.
     async fn request(&self, call: &Call<'_>) -> Result<Raw, GithubError> {
-        let write = call.method != Method::GET && call.method != Method::HEAD;
+        let write = call.method != Method::GET && call.method != Method::HEAD && !call.retry_safe;
         let mut gate = if write {
             let gate = self.write_gate.lock().await;
             if let Some(last) = *gate {
@@ -793,8 +1008,10 @@ impl GithubClient {
         let mut failures = 0u32;
         let mut limit_waits = 0u32;
         let mut secondary_hits = 0u32;
+        let mut reauthorized = false;
         loop {
-            let outcome = self.attempt(call).await;
+            let auth = self.source.secret().await?;
+            let outcome = self.attempt(call, auth.as_ref()).await;
             if let Some(gate) = gate.as_mut() {
                 **gate = Some(Instant::now());
             }
@@ -805,7 +1022,7 @@ impl GithubClient {
                     return Err(GithubError::TooLarge { what: what.clone() });
                 }
                 Err(AttemptError::Transport(reason)) => {
-                    let reason = self.scrub(&reason).into_owned();
+                    let reason = scrub(&reason, auth.as_ref()).into_owned();
                     if write {
                         return Err(GithubError::WriteUncertain {
                             what: what.clone(),
@@ -823,6 +1040,18 @@ impl GithubClient {
                     continue;
                 }
             };
+            // A 401 means GitHub did not act on the request (even a write), so after dropping
+            // a refused installation token it is sent once more with a new one.
+            if raw.status == StatusCode::UNAUTHORIZED
+                && !reauthorized
+                && let (TokenSource::Installation { app, installation }, Some(used)) =
+                    (&self.source, &raw.auth)
+            {
+                reauthorized = true;
+                tracing::warn!(%what, installation = installation.0, "GitHub answered 401 to the installation token; minting a new one");
+                app.invalidate(*installation, used).await;
+                continue;
+            }
             if matches!(raw.status.as_u16(), 403 | 429)
                 && let Some(wait) = self.rate_limit_wait(&raw, &mut secondary_hits)
             {
@@ -860,13 +1089,25 @@ impl GithubClient {
     }
 
     /// One HTTP request, read in full (up to [`MAX_BODY_BYTES`]).
-    async fn attempt(&self, call: &Call<'_>) -> Result<Raw, AttemptError> {
+    async fn attempt(
+        &self,
+        call: &Call<'_>,
+        auth: Option<&SecretString>,
+    ) -> Result<Raw, AttemptError> {
         let _permit = self.in_flight.acquire().await.ok();
         self.requests.fetch_add(1, Ordering::Relaxed);
-        let builder = http::Request::builder()
+        let mut builder = http::Request::builder()
             .method(call.method.clone())
             .uri(call.uri.as_str())
             .header(ACCEPT, call.accept);
+        if let Some(secret) = auth {
+            let mut value = HeaderValue::from_str(&format!("Bearer {}", secret.expose_secret()))
+                .map_err(|_| {
+                    AttemptError::Transport("the token cannot be sent in a header".into())
+                })?;
+            value.set_sensitive(true);
+            builder = builder.header(AUTHORIZATION, value);
+        }
         let request = self
             .octo
             .build_request(builder, call.body.as_ref())
@@ -893,6 +1134,7 @@ impl GithubClient {
                 status: parts.status,
                 headers: parts.headers,
                 body,
+                auth: auth.cloned(),
             })
         };
         match tokio::time::timeout(ATTEMPT_TIMEOUT, exchange).await {
@@ -969,16 +1211,23 @@ impl GithubClient {
     /// Maps a final non-success response to an error.
     fn error(&self, raw: &Raw, ctx: &Ctx) -> GithubError {
         let request_id = request_id(&raw.headers);
-        let message = format!(
-            "{}{}",
-            self.scrub(&truncate(&error_message(&raw.body).unwrap_or_else(|| {
-                String::from_utf8_lossy(&raw.body).trim().to_owned()
-            }))),
-            request_id_suffix(&request_id)
-        );
+        let message =
+            format!(
+                "{}{}",
+                scrub(
+                    &truncate(&error_message(&raw.body).unwrap_or_else(|| {
+                        String::from_utf8_lossy(&raw.body).trim().to_owned()
+                    })),
+                    raw.auth.as_ref()
+                ),
+                request_id_suffix(&request_id)
+            );
         let what = ctx.what.clone();
         match raw.status.as_u16() {
-            401 => GithubError::Unauthorized { request_id },
+            401 => GithubError::Unauthorized {
+                request_id,
+                hint: self.source.unauthorized_hint(),
+            },
             403 => GithubError::Forbidden {
                 what,
                 permission: ctx.permission,
@@ -992,7 +1241,7 @@ impl GithubClient {
             422 => {
                 let mut errors: Vec<String> = unprocessable_errors(&raw.body)
                     .iter()
-                    .map(|e| self.scrub(&truncate(e)).into_owned())
+                    .map(|e| scrub(&truncate(e), raw.auth.as_ref()).into_owned())
                     .collect();
                 if errors.is_empty() {
                     errors.push(message);
@@ -1008,16 +1257,12 @@ impl GithubClient {
             },
         }
     }
-
-    /// Redacts secrets and the client's own token.
-    fn scrub<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
-        scrub(text, self.token.as_ref().map(|t| t.expose_secret()))
-    }
 }
 
-fn scrub<'a>(text: &'a str, token: Option<&str>) -> std::borrow::Cow<'a, str> {
+/// Redacts secrets and the token (or JWT) that was sent.
+fn scrub<'a>(text: &'a str, token: Option<&SecretString>) -> std::borrow::Cow<'a, str> {
     let redacted = redact(text);
-    match token {
+    match token.map(|t| t.expose_secret()) {
         Some(token) if !token.is_empty() && redacted.contains(token) => {
             std::borrow::Cow::Owned(redacted.replace(token, "[REDACTED token]"))
         }

@@ -1,5 +1,6 @@
-//! The GitHub boundary: the REST client and the types it hands to the domain. Nothing outside
-//! this module sees HTTP or octocrab.
+//! The GitHub boundary: the REST client, the App's identity and tokens, and the types they hand
+//! to the domain. Nothing outside this module sees HTTP or octocrab.
 
+pub mod app;
 pub mod client;
 pub mod model;

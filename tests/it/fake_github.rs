@@ -19,12 +19,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+mod app;
+#[path = "../support/app_keys.rs"]
+mod app_keys;
 mod hunks;
 mod json;
 mod server;
 mod tests;
 mod world;
 
+pub use app::Minted;
+pub use app_keys::{KeyForm, test_key};
 use world::{Pr, Repo, World};
 
 /// What a token is, and so what it may do and who it acts as.
@@ -274,6 +279,46 @@ impl FakeGithub {
     pub fn add_token(&self, token: &str, kind: TokenKind) -> &Self {
         self.world().tokens.insert(token.to_owned(), kind);
         self
+    }
+
+    /// Registers the GitHub App `app_id` (slug `slug`, client ID `Iv23fake<app_id>`): its JWTs
+    /// are verified with `public_key_pem`, and its installation tokens act as `<slug>[bot]`.
+    pub fn add_app(&self, app_id: u64, slug: &str, public_key_pem: &str) -> &Self {
+        self.world().app = Some(app::AppState::new(app_id, slug, public_key_pem));
+        self
+    }
+
+    /// Installs the App (see [`Self::add_app`]) as installation `id`.
+    pub fn add_installation(&self, id: u64) -> &Self {
+        self.with_app(|app| app.installations.insert(id));
+        self
+    }
+
+    /// Tokens minted from now on live this long (default one hour, as on GitHub).
+    pub fn set_token_lifetime(&self, lifetime: Duration) -> &Self {
+        self.with_app(|app| app.lifetime = lifetime);
+        self
+    }
+
+    /// Revokes every token minted so far for installation `id`: they answer 401 from now on.
+    pub fn revoke_installation_tokens(&self, id: u64) -> &Self {
+        self.with_app(|app| {
+            for m in app.minted.iter_mut().filter(|m| m.installation == id) {
+                m.revoked = true;
+            }
+        });
+        self
+    }
+
+    /// Every installation token minted so far, oldest first.
+    pub fn minted(&self) -> Vec<Minted> {
+        self.with_app(|app| app.minted.clone())
+    }
+
+    fn with_app<T>(&self, f: impl FnOnce(&mut app::AppState) -> T) -> T {
+        let mut w = self.world();
+        let app = w.app.as_mut().expect("fake github: add_app first");
+        f(app)
     }
 
     /// Adds a PR (and its repository `owner/name`, if new) with its first head.

@@ -1,6 +1,7 @@
 //! Integration tests: one binary, one module per area.
 
 mod action;
+mod app_auth;
 mod backends;
 mod cli;
 mod fake_github;

@@ -23,6 +23,7 @@ struct Reply {
     status: u16,
     headers: Vec<(&'static str, String)>,
     body: String,
+    delay: Duration,
 }
 
 fn reply(status: u16, body: impl Into<String>) -> Reply {
@@ -30,10 +31,17 @@ fn reply(status: u16, body: impl Into<String>) -> Reply {
         status,
         headers: Vec::new(),
         body: body.into(),
+        delay: Duration::ZERO,
     }
 }
 
 impl Reply {
+    /// Answers only after `delay`.
+    fn after(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+
     fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
         self.headers.push((name, value.into()));
         self
@@ -58,7 +66,8 @@ struct FakeState {
 }
 
 /// Answers each request with the next scripted reply (`{base}` in a body or header value
-/// becomes the server's URL); a 599 once the script runs out.
+/// becomes the server's URL, `{auth}` in a body the credential the request sent); a 599 once
+/// the script runs out.
 struct Fake {
     base: String,
     state: Arc<FakeState>,
@@ -100,6 +109,12 @@ async fn answer(
     headers: AxHeaders,
     body: AxBytes,
 ) -> Response {
+    let auth = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("")
+        .to_owned();
     state.received.lock().unwrap().push(Received {
         method: method.to_string(),
         uri: uri
@@ -122,7 +137,9 @@ async fn answer(
         );
     }
     let status = AxStatus::from_u16(reply.status).expect("status");
-    (status, out, reply.body.replace("{base}", &base)).into_response()
+    tokio::time::sleep(reply.delay).await;
+    let body = reply.body.replace("{base}", &base).replace("{auth}", &auth);
+    (status, out, body).into_response()
 }
 
 /// Fast limits; notices are collected in the returned vector.
@@ -893,4 +910,298 @@ async fn tokens_are_trimmed_and_checked() {
 fn building_outside_a_runtime_is_an_error_not_a_panic() {
     let err = GithubClient::new(DEFAULT_API_URL, None, ClientLimits::default()).unwrap_err();
     assert!(matches!(err, GithubError::Setup(_)));
+}
+
+// ---- the App: JWT, installation tokens, the 401 path -----------------------------------------
+
+const INSTALLATION: InstallationId = InstallationId(42);
+const MINT_PATH: &str = "/app/installations/42/access_tokens";
+
+/// `POST …/access_tokens`'s answer: `token`, expiring `secs` from now.
+fn minted(token: &str, secs: u64) -> Reply {
+    let expires = humantime::format_rfc3339_seconds(SystemTime::now() + Duration::from_secs(secs));
+    reply(
+        201,
+        json!({"token": token, "expires_at": expires.to_string(),
+               "permissions": {"pull_requests": "write"}, "repository_selection": "all"})
+        .to_string(),
+    )
+}
+
+fn app_key() -> &'static crate::github::app::tests::app_keys::TestKey {
+    crate::github::app::tests::test_key(false)
+}
+
+fn app(fake: &Fake) -> Arc<GithubApp> {
+    let creds = AppCredentials::from_pem(
+        crate::github::app::AppIssuer::Id(99),
+        &app_key().private_pem,
+        "REVIEWBOT_PRIVATE_KEY",
+    )
+    .unwrap();
+    Arc::new(GithubApp::new(&fake.base, creds, limits().0).unwrap())
+}
+
+fn bearer(r: &Received) -> String {
+    r.headers["authorization"]
+        .to_str()
+        .unwrap()
+        .strip_prefix("Bearer ")
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn an_installation_token_is_minted_with_the_jwt_once_and_reused() {
+    let fake = Fake::start(vec![
+        minted("ghs_first", 3600),
+        reply(200, pr_json()),
+        reply(200, pr_json()),
+    ])
+    .await;
+    let app = app(&fake);
+    let client = app.installation_client(INSTALLATION, limits().0);
+    client.pull_request(&repo(), PrNumber(7)).await.unwrap();
+    client.pull_request(&repo(), PrNumber(7)).await.unwrap();
+    let received = fake.received();
+    let calls: Vec<(&str, &str)> = received
+        .iter()
+        .map(|r| (r.method.as_str(), r.uri.as_str()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("POST", MINT_PATH),
+            ("GET", "/repos/octo/hello/pulls/7"),
+            ("GET", "/repos/octo/hello/pulls/7")
+        ]
+    );
+    // The mint carried an App JWT that the App's public key verifies.
+    let key = jsonwebtoken::DecodingKey::from_rsa_pem(app_key().public_pem.as_bytes()).unwrap();
+    let validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
+    let jwt = jsonwebtoken::decode::<serde_json::Value>(&bearer(&received[0]), &key, &validation)
+        .unwrap();
+    assert_eq!(jwt.claims["iss"], 99);
+    assert_eq!(bearer(&received[1]), "ghs_first");
+    assert_eq!(bearer(&received[2]), "ghs_first");
+    assert_eq!(app.tokens_minted(), 1);
+    assert_eq!(
+        client.request_count(),
+        2,
+        "the mint counts on the App's client"
+    );
+    assert_eq!(app.app_client().request_count(), 1);
+}
+
+#[tokio::test]
+async fn concurrent_callers_share_one_mint() {
+    let fake = Fake::start(vec![
+        minted("ghs_shared", 3600).after(Duration::from_millis(200)),
+    ])
+    .await;
+    let app = app(&fake);
+    let calls = (0..8).map(|_| {
+        let app = Arc::clone(&app);
+        tokio::spawn(async move { app.installation_token(INSTALLATION).await })
+    });
+    for call in calls.collect::<Vec<_>>() {
+        let token = call.await.unwrap().unwrap();
+        assert_eq!(token.expose_secret(), "ghs_shared");
+    }
+    assert_eq!(fake.received().len(), 1, "one mint, not a stampede");
+}
+
+#[tokio::test]
+async fn a_token_within_the_margin_of_its_expiry_is_renewed() {
+    let fake = Fake::start(vec![
+        // Expires in 2 min: inside the 5 min margin.
+        minted("ghs_short", 120),
+        reply(200, pr_json()),
+        minted("ghs_fresh", 3600),
+        reply(200, pr_json()),
+        reply(200, pr_json()),
+    ])
+    .await;
+    let app = app(&fake);
+    let client = app.installation_client(INSTALLATION, limits().0);
+    for _ in 0..3 {
+        client.pull_request(&repo(), PrNumber(7)).await.unwrap();
+    }
+    let tokens: Vec<String> = fake.received().iter().map(bearer).collect();
+    assert_eq!(
+        tokens[1], "ghs_short",
+        "the call that minted it still uses it"
+    );
+    assert_eq!(tokens[3..], ["ghs_fresh", "ghs_fresh"]);
+    assert_eq!(app.tokens_minted(), 2);
+}
+
+#[tokio::test]
+async fn a_401_drops_the_token_and_a_review_is_posted_once_with_a_new_one() {
+    let fake = Fake::start(vec![
+        minted("ghs_revoked", 3600),
+        reply(401, r#"{"message":"Bad credentials"}"#),
+        minted("ghs_renewed", 3600),
+        reply(200, review_json(5)),
+    ])
+    .await;
+    let app = app(&fake);
+    let client = app.installation_client(INSTALLATION, limits().0);
+    let review = client
+        .create_review(&repo(), PrNumber(7), &new_review())
+        .await
+        .unwrap();
+    assert_eq!(review.id, 5);
+    let received = fake.received();
+    let posts: Vec<(&str, String)> = received
+        .iter()
+        .map(|r| (r.uri.as_str(), bearer(r)))
+        .filter(|(uri, _)| !uri.starts_with("/app/"))
+        .collect();
+    assert_eq!(
+        posts,
+        [
+            (
+                "/repos/octo/hello/pulls/7/reviews",
+                "ghs_revoked".to_owned()
+            ),
+            (
+                "/repos/octo/hello/pulls/7/reviews",
+                "ghs_renewed".to_owned()
+            )
+        ]
+    );
+    assert_eq!(received.len(), 4);
+}
+
+#[tokio::test]
+async fn a_second_401_fails_with_the_installation_hint_and_no_third_try() {
+    let fake = Fake::start(vec![
+        minted("ghs_a", 3600),
+        reply(401, r#"{"message":"Bad credentials"}"#),
+        minted("ghs_b", 3600),
+        reply(401, r#"{"message":"Bad credentials"}"#).header("x-github-request-id", "R9"),
+    ])
+    .await;
+    let app = app(&fake);
+    let client = app.installation_client(INSTALLATION, limits().0);
+    let err = client.pull_request(&repo(), PrNumber(7)).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "GitHub rejected the token (401): the installation token was refused even after minting \
+         a new one: check that the App is still installed on this repository (request id R9)"
+    );
+    assert_eq!(fake.received().len(), 4);
+}
+
+#[tokio::test]
+async fn a_refused_jwt_says_to_check_the_app_settings_and_is_not_retried() {
+    let fake = Fake::start(vec![reply(
+        401,
+        r#"{"message":"A JSON web token could not be decoded {auth}"}"#,
+    )])
+    .await;
+    let app = app(&fake);
+    let err = app.bot_login().await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("the App JWT was refused: check REVIEWBOT_APP_ID"),
+        "{text}"
+    );
+    let jwt = bearer(&fake.received()[0]);
+    assert!(jwt.len() > 100);
+    assert!(!text.contains(&jwt) && !format!("{err:?}").contains(&jwt));
+    let client = app.installation_client(INSTALLATION, limits().0);
+    let err = client.pull_request(&repo(), PrNumber(7)).await.unwrap_err();
+    assert!(
+        matches!(err, GithubError::Other { status: 599, .. }),
+        "{err:?}"
+    );
+    assert_eq!(
+        fake.received().len(),
+        1 + 3,
+        "a failed mint is retried like a GET"
+    );
+}
+
+#[tokio::test]
+async fn installation_tokens_and_jwts_are_scrubbed_from_errors_and_debug() {
+    let token = "ghs_plainplainplain";
+    let fake = Fake::start(vec![
+        minted(token, 3600),
+        reply(400, r#"{"message":"echo {auth}","errors":["{auth}"]}"#),
+        reply(
+            422,
+            r#"{"message":"Validation Failed","errors":["{auth}"]}"#,
+        ),
+        reply(404, r#"{"message":"no {auth}"}"#),
+    ])
+    .await;
+    let app = app(&fake);
+    let client = app.installation_client(INSTALLATION, limits().0);
+    let mut errors = Vec::new();
+    for _ in 0..3 {
+        errors.push(client.pull_request(&repo(), PrNumber(7)).await.unwrap_err());
+    }
+    for err in &errors {
+        for text in [err.to_string(), format!("{err:?}")] {
+            assert!(!text.contains("plainplain"), "{text}");
+        }
+    }
+    assert!(
+        errors[0].to_string().contains("[REDACTED token]"),
+        "{}",
+        errors[0]
+    );
+    for shown in [format!("{client:?}"), format!("{app:?}")] {
+        assert!(
+            !shown.contains("plainplain") && !shown.contains("PRIVATE"),
+            "{shown}"
+        );
+    }
+    assert!(format!("{client:?}").contains("Installation(42)"));
+}
+
+#[tokio::test]
+async fn a_mint_answer_without_a_usable_expiry_is_an_error_without_the_token() {
+    let fake = Fake::start(vec![reply(
+        201,
+        r#"{"token":"ghs_leakleakleak","expires_at":"soon"}"#,
+    )])
+    .await;
+    let app = app(&fake);
+    let err = app.installation_token(INSTALLATION).await.unwrap_err();
+    assert!(
+        matches!(err, GithubError::InvalidResponse { .. }),
+        "{err:?}"
+    );
+    assert!(!format!("{err} {err:?}").contains("leak"), "{err}");
+}
+
+#[tokio::test]
+async fn the_bot_login_is_the_slug_asked_once() {
+    let fake = Fake::start(vec![reply(200, r#"{"id":99,"slug":"my-review-app"}"#)]).await;
+    let app = app(&fake);
+    assert_eq!(app.bot_login().await.unwrap(), "my-review-app[bot]");
+    assert_eq!(app.bot_login().await.unwrap(), "my-review-app[bot]");
+    assert_eq!(fake.received().len(), 1);
+    assert_eq!(fake.received()[0].uri, "/app");
+}
+
+#[tokio::test]
+async fn pagination_links_carry_the_token_on_the_api_host() {
+    let path = "/repos/octo/hello/pulls/7/files";
+    let fake = Fake::start(vec![
+        reply(200, "[]").header("link", format!(r#"<{{base}}{path}?page=2>; rel="next""#)),
+        reply(200, "[]"),
+    ])
+    .await;
+    let client = fake.client(limits().0);
+    client
+        .pull_request_files(&repo(), PrNumber(7), 3000)
+        .await
+        .unwrap();
+    let received = fake.received();
+    assert_eq!(received.len(), 2);
+    assert!(received.iter().all(|r| bearer(r) == TOKEN));
 }

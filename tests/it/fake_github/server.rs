@@ -211,10 +211,22 @@ fn take_fault(w: &mut World, method: &str, path: &str) -> Option<Fault> {
 /// Authenticates, then routes to one handler per endpoint.
 fn dispatch(world: &Shared, ctx: &Ctx) -> Response {
     let mut w = lock(world);
-    let Some(kind) = ctx.token.as_ref().and_then(|t| w.tokens.get(t)).cloned() else {
+    let segments: Vec<&str> = ctx.path.trim_start_matches('/').split('/').collect();
+    // The App's own routes authenticate with its JWT, not a token.
+    if let Some((status, body)) =
+        super::app::route(&mut w, &ctx.method, &segments, ctx.token.as_deref())
+    {
+        return json_response(status, &body);
+    }
+    let known = ctx
+        .token
+        .as_deref()
+        .filter(|t| !super::app::refused(&w, t))
+        .and_then(|t| w.tokens.get(t))
+        .cloned();
+    let Some(kind) = known else {
         return json_response(401, &json::error(401, "Bad credentials"));
     };
-    let segments: Vec<&str> = ctx.path.trim_start_matches('/').split('/').collect();
     match (ctx.method.as_str(), segments.as_slice()) {
         ("GET", ["user"]) => get_user(&w, &kind),
         ("GET", ["repos", o, r, "pulls", n]) => get_pull(&w, ctx, o, r, n),

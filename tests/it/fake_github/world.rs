@@ -22,6 +22,8 @@ pub(super) struct World {
     /// Primary rate-limit window: requests used so far and when it resets.
     pub rate_used: u64,
     pub rate_reset: u64,
+    /// The GitHub App, when a test registered one.
+    pub app: Option<super::app::AppState>,
     next_id: u64,
 }
 
@@ -68,6 +70,7 @@ impl World {
             faults: Vec::new(),
             rate_used: 0,
             rate_reset: super::now_epoch() + 3600,
+            app: None,
             next_id: 1_000_000,
         }
     }
