@@ -2,4 +2,5 @@
 //! this module sees HTTP or octocrab.
 
 pub mod client;
+pub mod events;
 pub mod model;

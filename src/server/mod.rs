@@ -1,0 +1,3 @@
+//! `reviewbot serve`: the HTTP side of the App.
+
+pub mod signature;
