@@ -2,3 +2,4 @@
 //! round out.
 
 pub mod request;
+pub mod trigger;
