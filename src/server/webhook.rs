@@ -18,7 +18,7 @@ use crate::flow::trigger::request_for;
 use crate::github::events::Event;
 use crate::ids::DeliveryId;
 
-/// How a delivery was answered: the status, what it counts as, a terse body for GitHub's
+/// How a delivery was answered: the status, what it counts as, a terse line for GitHub's
 /// delivery log.
 struct Answer {
     status: StatusCode,
@@ -44,7 +44,16 @@ impl Answer {
         Self::new(
             StatusCode::UNAUTHORIZED,
             Outcome::bad_signature,
-            "bad signature",
+            "bad signature\n",
+        )
+    }
+
+    /// GitHub records a failed delivery, which can be redelivered.
+    fn store_unavailable() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Outcome::store_error,
+            "store unavailable\n",
         )
     }
 
@@ -52,7 +61,7 @@ impl Answer {
         Self::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             Outcome::too_large,
-            "body too large",
+            "body too large\n",
         )
     }
 }
@@ -81,9 +90,7 @@ pub(super) async fn webhook<I: Intake>(
             tracing::warn!(outcome = ?answer.outcome, status = answer.status.as_u16(), "delivery refused");
         }
     });
-    let mut text = answer.text.into_owned();
-    text.push('\n');
-    (answer.status, text).into_response()
+    (answer.status, answer.text).into_response()
 }
 
 fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
@@ -102,13 +109,13 @@ async fn receive<I: Intake>(
 ) -> Answer {
     // Every header first: no body is read for a request that cannot be a delivery.
     let Some(event) = event else {
-        return Answer::bad_request("missing X-GitHub-Event");
+        return Answer::bad_request("missing X-GitHub-Event\n");
     };
     let id = match header_str(headers, "x-github-delivery") {
-        None => return Answer::bad_request("missing X-GitHub-Delivery"),
+        None => return Answer::bad_request("missing X-GitHub-Delivery\n"),
         Some(raw) => match DeliveryId::parse(raw) {
             Some(id) => id,
-            None => return Answer::bad_request("malformed X-GitHub-Delivery"),
+            None => return Answer::bad_request("malformed X-GitHub-Delivery\n"),
         },
     };
     tracing::Span::current().record("delivery", tracing::field::display(&id));
@@ -117,7 +124,7 @@ async fn receive<I: Intake>(
         if headers.contains_key("x-hub-signature") {
             return Answer::bad_signature();
         }
-        return Answer::bad_request("missing X-Hub-Signature-256");
+        return Answer::bad_request("missing X-Hub-Signature-256\n");
     };
 
     let body = match read_body(s, headers, body).await {
@@ -138,7 +145,7 @@ async fn receive<I: Intake>(
         Err(e) => {
             // The path only: the message may quote a value from the payload.
             tracing::warn!(field = e.path(), "unreadable payload");
-            return Answer::bad_request(e.to_string());
+            return Answer::bad_request(format!("{e}\n"));
         }
     };
     drop(body);
@@ -158,29 +165,23 @@ async fn receive<I: Intake>(
     )
     .await;
     match stored {
-        Ok(Ok(Accepted::Duplicate)) => Answer::new(StatusCode::OK, Outcome::duplicate, "duplicate"),
+        Ok(Ok(Accepted::Duplicate)) => {
+            Answer::new(StatusCode::OK, Outcome::duplicate, "duplicate\n")
+        }
         Ok(Ok(Accepted::New { job })) => match (&request, job) {
             (Some(req), job) => {
                 tracing::info!(pr = %req.pr, repo = %req.repo, job = ?job, "round requested");
-                Answer::new(StatusCode::ACCEPTED, Outcome::accepted, "accepted")
+                Answer::new(StatusCode::ACCEPTED, Outcome::accepted, "accepted\n")
             }
-            (None, _) => Answer::new(StatusCode::OK, Outcome::ignored, "ignored"),
+            (None, _) => Answer::new(StatusCode::OK, Outcome::ignored, "ignored\n"),
         },
         Ok(Err(e)) => {
             tracing::error!(error = %e, "the store did not take the delivery");
-            Answer::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                Outcome::store_error,
-                "store unavailable",
-            )
+            Answer::store_unavailable()
         }
         Err(_) => {
             tracing::error!("the store did not answer in time");
-            Answer::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                Outcome::store_error,
-                "store unavailable",
-            )
+            Answer::store_unavailable()
         }
     }
 }
@@ -202,11 +203,11 @@ async fn read_body<I: Intake>(
     match tokio::time::timeout(s.config.body_deadline, collect).await {
         Ok(Ok(collected)) => Ok(collected.to_bytes()),
         Ok(Err(e)) if e.is::<LengthLimitError>() => Err(Answer::too_large()),
-        Ok(Err(_)) => Err(Answer::bad_request("body: could not be read")),
+        Ok(Err(_)) => Err(Answer::bad_request("body: could not be read\n")),
         Err(_) => Err(Answer::new(
             StatusCode::REQUEST_TIMEOUT,
             Outcome::timeout,
-            "body too slow",
+            "body too slow\n",
         )),
     }
 }

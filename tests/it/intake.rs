@@ -23,19 +23,23 @@ use tower::ServiceExt;
 
 const SECRET: &str = "It's a Secret to Everybody";
 const OWN: &str = "reviewbot-app[bot]";
+/// GitHub's published test vector: [`SECRET`] over "Hello, World!".
+const VECTOR: &str = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
 const GUID: &str = "72d3162e-cc78-11e3-81ab-4c9367dc0958";
+
+type Stored = (NewDelivery, Option<ReviewRequest>);
 
 /// Deliveries by id, in memory; `accepts` counts every call, `stored` what was kept.
 #[derive(Clone, Default)]
 struct MemoryIntake {
-    stored: Arc<Mutex<HashMap<String, (NewDelivery, Option<ReviewRequest>)>>>,
+    stored: Arc<Mutex<HashMap<String, Stored>>>,
     accepts: Arc<Mutex<usize>>,
     failing: Arc<AtomicBool>,
     hanging: Arc<AtomicBool>,
 }
 
 impl MemoryIntake {
-    fn stored(&self) -> Vec<(NewDelivery, Option<ReviewRequest>)> {
+    fn stored(&self) -> Vec<Stored> {
         self.stored.lock().unwrap().values().cloned().collect()
     }
     fn accepts(&self) -> usize {
@@ -156,28 +160,19 @@ fn counted(text: &str, event: &str, outcome: &str) -> u64 {
 async fn githubs_test_vector_passes_the_signature_check() {
     // "Hello, World!" is not a JSON object: past the signature, it is refused as unreadable.
     let s = setup();
-    let req = Request::post("/webhook")
-        .header("x-github-event", "ping")
-        .header("x-github-delivery", GUID)
-        .header(
-            "x-hub-signature-256",
-            "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17",
-        )
-        .body(Body::from("Hello, World!"))
-        .unwrap();
-    let (status, text) = send(&s.app, req).await;
+    let vector = |body: &'static str| {
+        Request::post("/webhook")
+            .header("x-github-event", "ping")
+            .header("x-github-delivery", GUID)
+            .header("x-hub-signature-256", VECTOR)
+            .body(Body::from(body))
+            .unwrap()
+    };
+    let (status, text) = send(&s.app, vector("Hello, World!")).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(text.starts_with("body: not JSON"), "{text}");
     // One byte off: refused at the signature, before any parsing.
-    let req = Request::post("/webhook")
-        .header("x-github-event", "ping")
-        .header("x-github-delivery", GUID)
-        .header(
-            "x-hub-signature-256",
-            "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17",
-        )
-        .body(Body::from("Hello, World?"))
-        .unwrap();
+    let req = vector("Hello, World?");
     assert_eq!(
         send(&s.app, req).await,
         (StatusCode::UNAUTHORIZED, "bad signature\n".into())
@@ -351,97 +346,47 @@ fn with_headers(body: &[u8], change: impl FnOnce(&mut http::HeaderMap)) -> Reque
 async fn every_bad_input_gets_its_status_and_nothing_is_stored() {
     let s = setup();
     let body = fixture("pull_request/opened.payload.json");
-    let header = |v: &str| http::HeaderValue::from_str(v).unwrap();
     let sha1 = "sha1=01dc10d0c83e72ed246219cdd91669667fe2ca59";
-    let cases: Vec<(&str, Request<Body>, StatusCode, &str)> = vec![
+    let good = sign(SECRET, &body);
+    let truncated = &good[..good.len() - 2];
+    let guessed = sign("guess", &body);
+    // (header edits: a value to set, or `None` to remove; status; answer)
+    let (bad, unauthorized) = (StatusCode::BAD_REQUEST, StatusCode::UNAUTHORIZED);
+    let (event, id, sig) = ("x-github-event", "x-github-delivery", "x-hub-signature-256");
+    let cases: &[(&[(&str, Option<&str>)], StatusCode, &str)] = &[
+        (&[(event, None)], bad, "missing X-GitHub-Event"),
+        (&[(event, Some(""))], bad, "missing X-GitHub-Event"),
+        (&[(id, None)], bad, "missing X-GitHub-Delivery"),
         (
-            "no event header",
-            with_headers(&body, |h| {
-                h.remove("x-github-event");
-            }),
-            StatusCode::BAD_REQUEST,
-            "missing X-GitHub-Event",
-        ),
-        (
-            "empty event header",
-            with_headers(&body, |h| {
-                h.insert("x-github-event", header(""));
-            }),
-            StatusCode::BAD_REQUEST,
-            "missing X-GitHub-Event",
-        ),
-        (
-            "no delivery header",
-            with_headers(&body, |h| {
-                h.remove("x-github-delivery");
-            }),
-            StatusCode::BAD_REQUEST,
-            "missing X-GitHub-Delivery",
-        ),
-        (
-            "malformed delivery id",
-            with_headers(&body, |h| {
-                h.insert("x-github-delivery", header("../../etc/passwd"));
-            }),
-            StatusCode::BAD_REQUEST,
+            &[(id, Some("../../etc/passwd"))],
+            bad,
             "malformed X-GitHub-Delivery",
         ),
+        (&[(sig, None)], bad, "missing X-Hub-Signature-256"),
+        // A legacy SHA-1 signature alone is not enough.
         (
-            "no signature",
-            with_headers(&body, |h| {
-                h.remove("x-hub-signature-256");
-            }),
-            StatusCode::BAD_REQUEST,
-            "missing X-Hub-Signature-256",
-        ),
-        (
-            "only a sha1 signature",
-            with_headers(&body, |h| {
-                h.remove("x-hub-signature-256");
-                h.insert("x-hub-signature", header(sha1));
-            }),
-            StatusCode::UNAUTHORIZED,
+            &[(sig, None), ("x-hub-signature", Some(sha1))],
+            unauthorized,
             "bad signature",
         ),
-        (
-            "sha1 in the sha256 header",
-            with_headers(&body, |h| {
-                h.insert("x-hub-signature-256", header(sha1));
-            }),
-            StatusCode::UNAUTHORIZED,
-            "bad signature",
-        ),
-        (
-            "empty signature",
-            with_headers(&body, |h| {
-                h.insert("x-hub-signature-256", header(""));
-            }),
-            StatusCode::UNAUTHORIZED,
-            "bad signature",
-        ),
-        (
-            "truncated digest",
-            with_headers(&body, |h| {
-                let sig = sign(SECRET, &body);
-                h.insert("x-hub-signature-256", header(&sig[..sig.len() - 2]));
-            }),
-            StatusCode::UNAUTHORIZED,
-            "bad signature",
-        ),
-        (
-            "another secret",
-            with_headers(&body, |h| {
-                h.insert("x-hub-signature-256", header(&sign("guess", &body)));
-            }),
-            StatusCode::UNAUTHORIZED,
-            "bad signature",
-        ),
+        (&[(sig, Some(sha1))], unauthorized, "bad signature"),
+        (&[(sig, Some(""))], unauthorized, "bad signature"),
+        (&[(sig, Some(truncated))], unauthorized, "bad signature"),
+        (&[(sig, Some(&guessed))], unauthorized, "bad signature"),
     ];
-    for (what, req, status, text) in cases {
+    for (edits, status, text) in cases {
+        let req = with_headers(&body, |h| {
+            for (name, value) in *edits {
+                match value {
+                    Some(v) => h.insert(*name, http::HeaderValue::from_str(v).unwrap()),
+                    None => h.remove(*name),
+                };
+            }
+        });
         assert_eq!(
             send(&s.app, req).await,
-            (status, format!("{text}\n")),
-            "{what}"
+            (*status, format!("{text}\n")),
+            "{edits:?}"
         );
     }
     // A body altered after signing.
