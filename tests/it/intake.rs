@@ -623,3 +623,84 @@ async fn a_declared_oversize_body_is_refused_before_it_is_sent() {
     let answer = String::from_utf8_lossy(&buf[..n]);
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
 }
+
+/// What the intake logs, captured for one test.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn logs_carry_the_delivery_id_and_never_a_body_signature_or_secret() {
+    let logs = Captured::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::TRACE)
+        .finish();
+    let _default = tracing::subscriber::set_default(subscriber);
+
+    let s = setup_with("rotated-away,It's a Secret to Everybody", |_| {});
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&fixture("pull_request/opened.payload.json")).unwrap();
+    v["pull_request"]["body"] = "BODY-MARKER".into();
+    let body = serde_json::to_vec(&v).unwrap();
+    let signature = sign(SECRET, &body);
+    assert_eq!(
+        post(&s.app, "pull_request", "guid-good", body.clone())
+            .await
+            .0,
+        StatusCode::ACCEPTED
+    );
+    let forged = with_headers(&body, |h| {
+        h.insert(
+            "x-github-delivery",
+            http::HeaderValue::from_static("guid-forged"),
+        );
+        h.insert(
+            "x-hub-signature-256",
+            http::HeaderValue::from_str(&sign("guess", &body)).unwrap(),
+        );
+    });
+    assert_eq!(send(&s.app, forged).await.0, StatusCode::UNAUTHORIZED);
+    v["number"] = "VALUE-MARKER".into();
+    let (status, text) = post(
+        &s.app,
+        "pull_request",
+        "guid-unreadable",
+        serde_json::to_vec(&v).unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    // The sender is told what was wrong; the log names only the field.
+    assert!(text.contains("VALUE-MARKER"), "{text}");
+
+    let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    for id in ["guid-good", "guid-forged", "guid-unreadable"] {
+        assert!(
+            logged.contains(&format!("delivery={id}")),
+            "{id} not in\n{logged}"
+        );
+    }
+    assert!(logged.contains("field=\"number\""), "{logged}");
+    let forged_sig = sign("guess", &body);
+    for secret in [
+        "BODY-MARKER",
+        "VALUE-MARKER",
+        &signature[7..],
+        &forged_sig[7..],
+        "Secret to Everybody",
+        "rotated-away",
+    ] {
+        assert!(!logged.contains(secret), "{secret} leaked into\n{logged}");
+    }
+}
