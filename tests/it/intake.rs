@@ -333,6 +333,9 @@ async fn two_secrets_configured_both_sign() {
     assert_eq!(s.intake.stored().len(), 2);
 }
 
+/// A header to set to a value, or (`None`) to remove.
+type HeaderEdit<'a> = (&'static str, Option<&'a str>);
+
 /// Builds a request from `delivery` with `change` applied to its headers.
 fn with_headers(body: &[u8], change: impl FnOnce(&mut http::HeaderMap)) -> Request<Body> {
     let mut req = delivery("pull_request", GUID, body.to_vec())
@@ -353,7 +356,7 @@ async fn every_bad_input_gets_its_status_and_nothing_is_stored() {
     // (header edits: a value to set, or `None` to remove; status; answer)
     let (bad, unauthorized) = (StatusCode::BAD_REQUEST, StatusCode::UNAUTHORIZED);
     let (event, id, sig) = ("x-github-event", "x-github-delivery", "x-hub-signature-256");
-    let cases: &[(&[(&str, Option<&str>)], StatusCode, &str)] = &[
+    let cases: &[(&[HeaderEdit<'_>], StatusCode, &str)] = &[
         (&[(event, None)], bad, "missing X-GitHub-Event"),
         (&[(event, Some(""))], bad, "missing X-GitHub-Event"),
         (&[(id, None)], bad, "missing X-GitHub-Delivery"),
