@@ -260,7 +260,7 @@ mod tests {
             r#"reviewbot_lens_runs_total{lens="claude",status="ok"} 1"#,
             r#"reviewbot_lens_seconds_count{lens="claude"} 1"#,
             r#"reviewbot_lens_seconds_sum{lens="claude"} 12.5"#,
-            r#"reviewbot_lens_seconds_bucket{le="16.0",lens="claude"} 1"#,
+            r#"reviewbot_lens_seconds_bucket{lens="claude",le="16"} 1"#,
             r#"reviewbot_lens_tokens_total{lens="claude",kind="input"} 1000"#,
             r#"reviewbot_lens_tokens_total{lens="claude",kind="output"} 200"#,
             r#"reviewbot_github_requests_total{status="201"} 1"#,
