@@ -213,3 +213,34 @@ mod tests {
         assert!(!debug.contains("Secret to"));
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+
+    proptest::proptest! {
+        /// No header value panics, and only the right digest passes.
+        #[test]
+        fn any_header_is_checked_without_panic(
+            header in proptest::collection::vec(proptest::num::u8::ANY, 0..80),
+        ) {
+            let secrets = WebhookSecrets::from_list("s").unwrap();
+            let right = secrets.sign(b"body");
+            let verdict = secrets.verify(&header, b"body");
+            proptest::prop_assert_eq!(verdict.is_ok(), header.eq_ignore_ascii_case(right.as_bytes()) && header.starts_with(b"sha256="));
+        }
+
+        /// Well-formed-looking digests of every length: only 64 digits can pass, and only the
+        /// right ones do.
+        #[test]
+        fn hex_of_any_length_is_malformed_or_mismatched(header in "sha256=[0-9a-fA-F]{0,70}") {
+            let secrets = WebhookSecrets::from_list("s").unwrap();
+            let expected = if header.len() == 7 + 64 {
+                Err(SignatureError::Mismatch)
+            } else {
+                Err(SignatureError::Malformed)
+            };
+            proptest::prop_assert_eq!(secrets.verify(header.as_bytes(), b"body"), expected);
+        }
+    }
+}

@@ -193,3 +193,21 @@ fn a_body_that_is_not_json_is_refused_for_every_event() {
     let err = error("pull_request", b"7");
     assert!(err.starts_with("body: invalid type: integer"), "{err}");
 }
+
+proptest::proptest! {
+    /// Whatever a signed sender puts in the body, reading it answers; it never panics.
+    #[test]
+    fn any_body_is_read_or_refused(body in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+        for event in ["pull_request", "issue_comment", "ping", "installation"] {
+            let _ = Event::parse(event, &body);
+        }
+    }
+
+    /// The same for a real payload with one byte changed.
+    #[test]
+    fn a_corrupted_payload_is_read_or_refused(at in 0usize..28_011, byte in proptest::num::u8::ANY) {
+        let mut body = fixture("pull_request/opened.payload.json");
+        body[at] = byte;
+        let _ = Event::parse("pull_request", &body);
+    }
+}
