@@ -27,3 +27,4 @@ pub mod plan;
 pub mod redact;
 pub mod render;
 pub mod review;
+pub mod server;

@@ -15,6 +15,7 @@
 mod gather;
 mod post;
 pub mod request;
+pub mod trigger;
 
 pub use gather::REPO_CONFIG_PATH;
 pub use request::{Reason, ReviewRequest};

@@ -3,4 +3,5 @@
 
 pub mod app;
 pub mod client;
+pub mod events;
 pub mod model;

@@ -5,4 +5,5 @@ mod app_auth;
 mod backends;
 mod cli;
 mod fake_github;
+mod intake;
 mod pr;
