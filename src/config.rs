@@ -23,6 +23,8 @@ pub struct Config {
     pub github: GithubConfig,
     #[serde(default)]
     pub limits: LimitsConfig,
+    #[serde(default)]
+    pub serve: ServeConfig,
 }
 
 /// One `[[lens]]` table.
@@ -150,6 +152,30 @@ impl Default for LimitsConfig {
     }
 }
 
+/// The `[serve]` table: the App's worker pool.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServeConfig {
+    /// Rounds reviewed at once by this process.
+    pub workers: usize,
+    /// How long a claimed job is a worker's without a heartbeat; a dead worker's job runs again
+    /// once it lapses.
+    #[serde(deserialize_with = "duration")]
+    pub lease: Duration,
+    /// Tries of one job before it is marked failed with its error.
+    pub max_attempts: u32,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            workers: 4,
+            lease: Duration::from_secs(60),
+            max_attempts: 3,
+        }
+    }
+}
+
 /// A config that could not be used, with the file, line and key where that is known.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -268,6 +294,15 @@ impl Config {
         }
         for rule in &self.review.path {
             globset::Glob::new(&rule.glob).map_err(|e| ("glob".to_owned(), e.to_string()))?;
+        }
+        if self.serve.workers == 0 {
+            return Err(("workers".into(), "must be at least 1".into()));
+        }
+        if self.serve.lease < Duration::from_secs(1) {
+            return Err(("lease".into(), "must be at least 1s".into()));
+        }
+        if self.serve.max_attempts == 0 {
+            return Err(("max_attempts".into(), "must be at least 1".into()));
         }
         if self.limits.subscription_concurrency == 0 {
             return Err((
@@ -525,6 +560,9 @@ rate_limit_floor = "60s"
 
 [limits]
 subscription_concurrency = 2
+
+[serve]
+workers = 4
 "#,
         )
         .unwrap();
@@ -535,6 +573,8 @@ subscription_concurrency = 2
         assert_eq!(names, ["claude", "terra"]);
         assert!(!selected.fallback);
         assert_eq!(c.github.max_rate_limit_wait, Duration::from_secs(900));
+        assert_eq!(c.serve.workers, 4);
+        assert_eq!(c.serve.lease, Duration::from_secs(60));
     }
 
     #[test]
@@ -568,6 +608,10 @@ subscription_concurrency = 2
         assert!(e.contains("line 2") && e.contains("not a duration"), "{e}");
         let e = parse("[review]\nmax_comments = \"many\"\n").unwrap_err();
         assert!(e.contains("line 2"), "{e}");
+        let e = parse("[serve]\n\nworkers = 0\n").unwrap_err();
+        assert!(e.contains("line 3") && e.contains("workers"), "{e}");
+        let e = parse("[serve]\nlease = \"10ms\"\n").unwrap_err();
+        assert!(e.contains("line 2") && e.contains("lease"), "{e}");
     }
 
     #[test]
