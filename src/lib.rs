@@ -19,3 +19,4 @@ pub mod pr;
 pub mod redact;
 pub mod render;
 pub mod review;
+pub mod store;

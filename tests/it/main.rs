@@ -5,3 +5,4 @@ mod backends;
 mod cli;
 mod fake_github;
 mod pr;
+mod store;
