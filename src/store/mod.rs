@@ -8,11 +8,11 @@ use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sqlx::migrate::{MigrateError, Migrator};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Database, Pool, Postgres, Sqlite, Transaction};
+use sqlx::{Connection, Database, Pool, Postgres, Sqlite, Transaction};
 
 use crate::ids::JobId;
 
@@ -73,6 +73,8 @@ pub enum StoreError {
     Url { url: String, source: sqlx::Error },
     #[error("cannot open the store at {url}: {source}")]
     Connect { url: String, source: sqlx::Error },
+    #[error("cannot open the store at {url}: no answer within {}s", after.as_secs())]
+    Timeout { url: String, after: Duration },
     #[error("cannot migrate the store at {url}: {source}")]
     Migrate { url: String, source: MigrateError },
     #[error("store query failed: {0}")]
@@ -172,6 +174,20 @@ async fn connect_postgres(url: &str, shown: &str) -> Result<PgPool, StoreError> 
         url: shown.to_owned(),
         source,
     })?;
+    // One connection first: a refused or unreachable server says why at once, where a pool
+    // retries until its timeout and says only that it timed out.
+    let first = tokio::time::timeout(ACQUIRE_TIMEOUT, PgConnection::connect_with(&options))
+        .await
+        .map_err(|_| StoreError::Timeout {
+            url: shown.to_owned(),
+            after: ACQUIRE_TIMEOUT,
+        })?
+        .map_err(|source| StoreError::Connect {
+            url: shown.to_owned(),
+            source,
+        })?;
+    // Closing it is a courtesy; the pool opens its own.
+    let _ = first.close().await;
     PgPoolOptions::new()
         .max_connections(10)
         .acquire_timeout(ACQUIRE_TIMEOUT)

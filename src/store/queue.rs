@@ -346,16 +346,22 @@ impl Store {
             let claimed = sqlx::query(
                 "UPDATE jobs SET state = 'running', lease_owner = $2, lease_until = $3, \
                    attempts = attempts + 1, claims = claims + 1, updated_at = $4 \
-                 WHERE id = $1 RETURNING request, attempts, claims, delivery_id",
+                 WHERE id = $1 AND (state = 'queued' OR lease_until < $4) \
+                 RETURNING request, attempts, claims, delivery_id",
             )
             .bind(id)
             .bind(worker)
             .bind(now.saturating_add(millis(lease)))
             .bind(now)
-            .fetch_one(&mut *tx)
+            .fetch_optional(&mut *tx)
             .await;
             let row = match claimed {
-                Ok(row) => row,
+                Ok(Some(row)) => row,
+                // Taken meanwhile (the lock makes this rare; the check makes it harmless).
+                Ok(None) => {
+                    tx.rollback().await?;
+                    return Ok(Step::Again);
+                }
                 // Another replica started a job of this PR after our snapshot: the unique
                 // index refused the second; look again.
                 Err(e) if is_unique_violation(&e) => {
