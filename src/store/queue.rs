@@ -168,9 +168,33 @@ fn candidate_sql<P: Candidate>(_pool: &P) -> &'static str {
     P::SQL
 }
 
+/// The condition every write of a claimed job carries (`$1` the job, `$2` the worker, `$3` the
+/// claim): a worker whose lease was taken over writes nothing.
+macro_rules! held_by_caller {
+    () => {
+        " WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND claims = $3"
+    };
+}
+
+/// `UPDATE jobs SET $set` on a job the caller holds, `$extra` bound from `$4`; the rows changed.
+macro_rules! holder_update {
+    ($store:expr, $job:expr, $worker:expr, $set:literal $(, $extra:expr)* $(,)?) => {
+        on_pool!(&$store.db, pool => {
+            sqlx::query(concat!("UPDATE jobs SET ", $set, held_by_caller!()))
+                .bind($job.id.0)
+                .bind($worker)
+                .bind($job.generation)
+                $(.bind($extra))*
+                .execute(pool)
+                .await?
+                .rows_affected()
+        })
+    };
+}
+
 /// What one step of a claim did.
 enum Step {
-    Claimed(Job),
+    Claimed(Box<Job>),
     /// Passed over a job that must not run; look again.
     Again,
     Nothing,
@@ -302,7 +326,7 @@ impl Store {
     pub async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<Job>, StoreError> {
         for _ in 0..CLAIM_STEPS {
             match self.claim_step(worker, lease).await? {
-                Step::Claimed(job) => return Ok(Some(job)),
+                Step::Claimed(job) => return Ok(Some(*job)),
                 Step::Nothing => return Ok(None),
                 Step::Again => {}
             }
@@ -398,7 +422,7 @@ impl Store {
                 generation: row.try_get("claims")?,
             };
             tx.commit().await?;
-            Ok(Step::Claimed(job))
+            Ok(Step::Claimed(Box::new(job)))
         })
     }
 
@@ -411,20 +435,14 @@ impl Store {
         lease: Duration,
     ) -> Result<bool, StoreError> {
         let now = now_ms();
-        let changed = on_pool!(&self.db, pool => {
-            sqlx::query(
-                "UPDATE jobs SET lease_until = $4, updated_at = $5 \
-                 WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND claims = $3",
-            )
-            .bind(job.id.0)
-            .bind(worker)
-            .bind(job.generation)
-            .bind(now.saturating_add(millis(lease)))
-            .bind(now)
-            .execute(pool)
-            .await?
-            .rows_affected()
-        });
+        let changed = holder_update!(
+            self,
+            job,
+            worker,
+            "lease_until = $4, updated_at = $5",
+            now.saturating_add(millis(lease)),
+            now
+        );
         Ok(changed == 1)
     }
 
@@ -437,21 +455,15 @@ impl Store {
         outcome: &str,
     ) -> Result<bool, StoreError> {
         let now = now_ms();
-        let changed = on_pool!(&self.db, pool => {
-            sqlx::query(
-                "UPDATE jobs SET state = 'done', outcome = $4, lease_owner = NULL, \
-                   lease_until = NULL, updated_at = $5 \
-                 WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND claims = $3",
-            )
-            .bind(job.id.0)
-            .bind(worker)
-            .bind(job.generation)
-            .bind(outcome)
-            .bind(now)
-            .execute(pool)
-            .await?
-            .rows_affected()
-        });
+        let changed = holder_update!(
+            self,
+            job,
+            worker,
+            "state = 'done', outcome = $4, lease_owner = NULL, lease_until = NULL, \
+             updated_at = $5",
+            outcome,
+            now
+        );
         Ok(changed == 1)
     }
 
@@ -468,15 +480,15 @@ impl Store {
     ) -> Result<Option<JobState>, StoreError> {
         let now = now_ms();
         let state: Option<String> = on_pool!(&self.db, pool => {
-            sqlx::query_scalar(
+            sqlx::query_scalar(concat!(
                 "UPDATE jobs SET \
                    state = CASE WHEN superseded_by IS NOT NULL THEN 'superseded' \
                                 WHEN attempts >= $4 THEN 'failed' ELSE 'queued' END, \
                    error = $5, run_after = $6, lease_owner = NULL, lease_until = NULL, \
-                   updated_at = $7 \
-                 WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND claims = $3 \
-                 RETURNING state",
-            )
+                   updated_at = $7",
+                held_by_caller!(),
+                " RETURNING state"
+            ))
             .bind(job.id.0)
             .bind(worker)
             .bind(job.generation)
@@ -494,22 +506,15 @@ impl Store {
     /// `superseded` if a newer head came). `false` when `worker` no longer holds the lease.
     pub async fn release(&self, job: &Job, worker: &str) -> Result<bool, StoreError> {
         let now = now_ms();
-        let changed = on_pool!(&self.db, pool => {
-            sqlx::query(
-                "UPDATE jobs SET \
-                   state = CASE WHEN superseded_by IS NOT NULL THEN 'superseded' ELSE 'queued' END, \
-                   attempts = attempts - 1, run_after = $4, lease_owner = NULL, \
-                   lease_until = NULL, updated_at = $4 \
-                 WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND claims = $3",
-            )
-            .bind(job.id.0)
-            .bind(worker)
-            .bind(job.generation)
-            .bind(now)
-            .execute(pool)
-            .await?
-            .rows_affected()
-        });
+        let changed = holder_update!(
+            self,
+            job,
+            worker,
+            "state = CASE WHEN superseded_by IS NOT NULL THEN 'superseded' ELSE 'queued' END, \
+             attempts = attempts - 1, run_after = $4, lease_owner = NULL, lease_until = NULL, \
+             updated_at = $4",
+            now
+        );
         Ok(changed == 1)
     }
 
