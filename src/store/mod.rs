@@ -1,7 +1,8 @@
 //! The durable store: deliveries keyed by `X-GitHub-Delivery`, the job queue (claims with a
 //! lease, per-PR coalescing and supersede, one running job a PR) and the `record` stage (rounds
 //! and lens runs). SQLite by default, PostgreSQL for several replicas; the same SQL and the same
-//! behaviour on both. Times are unix milliseconds computed here, never the database's clock.
+//! behaviour on both. Times are unix milliseconds computed here, never the database's clock, so
+//! replicas' clocks must agree to well within a lease (NTP does).
 
 use std::fmt;
 use std::str::FromStr;
@@ -14,7 +15,8 @@ use sqlx::sqlite::{
 };
 use sqlx::{Connection, Database, Pool, Postgres, Sqlite, Transaction};
 
-use crate::ids::JobId;
+use crate::github::model::RepoName;
+use crate::ids::{JobId, PrNumber};
 
 /// Runs `$body` with `$pool` bound to whichever pool the store has: the body is compiled once
 /// per database, so one text of SQL serves both (`$1` placeholders work on SQLite too).
@@ -225,6 +227,23 @@ impl Dialect for Pool<Postgres> {
         &self,
     ) -> impl Future<Output = Result<Transaction<'static, Postgres>, sqlx::Error>> + Send {
         self.begin()
+    }
+}
+
+/// Which rows a listing reads: one job's, or a PR's. Bound as `$1` (job), `$2` (repo), `$3`
+/// (pr), NULL where unused, for `($1 IS NULL OR …) AND ($2 IS NULL OR …)`.
+#[derive(Clone, Copy)]
+pub(crate) enum Scope<'a> {
+    Job(JobId),
+    Pr(&'a RepoName, PrNumber),
+}
+
+impl Scope<'_> {
+    pub(crate) fn binds(self) -> (Option<i64>, Option<String>, Option<i64>) {
+        match self {
+            Scope::Job(job) => (Some(job.0), None, None),
+            Scope::Pr(repo, pr) => (None, Some(repo.to_string()), Some(to_i64(pr.0))),
+        }
     }
 }
 

@@ -14,9 +14,10 @@ use std::time::Duration;
 
 use sqlx::{Pool, Postgres, Row, Sqlite};
 
-use super::{Dialect, Store, StoreError, millis, now_ms, to_i64};
+use super::{Dialect, Scope, Store, StoreError, millis, now_ms, to_i64};
 use crate::flow::request::ReviewRequest;
-use crate::ids::{DeliveryId, JobId};
+use crate::github::model::RepoName;
+use crate::ids::{DeliveryId, JobId, PrNumber};
 
 /// Where a job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -533,46 +534,58 @@ impl Store {
 
     /// One job as stored.
     pub async fn job(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
-        let row = on_pool!(&self.db, pool => {
-            let row = sqlx::query(
-                "SELECT state, attempts, request, delivery_id, lease_owner, superseded_by, \
-                   outcome, error FROM jobs WHERE id = $1",
+        Ok(self.jobs_in(Scope::Job(id)).await?.pop())
+    }
+
+    /// A PR's jobs, oldest first.
+    pub async fn jobs_for_pr(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+    ) -> Result<Vec<JobRecord>, StoreError> {
+        self.jobs_in(Scope::Pr(repo, pr)).await
+    }
+
+    async fn jobs_in(&self, scope: Scope<'_>) -> Result<Vec<JobRecord>, StoreError> {
+        let (job, repo, pr) = scope.binds();
+        on_pool!(&self.db, pool => {
+            let rows = sqlx::query(
+                "SELECT id, state, attempts, request, delivery_id, lease_owner, superseded_by, \
+                   outcome, error FROM jobs \
+                 WHERE ($1 IS NULL OR id = $1) AND ($2 IS NULL OR (repo = $2 AND pr = $3)) \
+                 ORDER BY id",
             )
-            .bind(id.0)
-            .fetch_optional(pool)
+            .bind(job)
+            .bind(repo)
+            .bind(pr)
+            .fetch_all(pool)
             .await?;
-            match row {
-                None => None,
-                Some(row) => Some((
-                    row.try_get::<String, _>("state")?,
-                    row.try_get::<i64, _>("attempts")?,
-                    row.try_get::<String, _>("request")?,
-                    row.try_get::<Option<String>, _>("delivery_id")?,
-                    row.try_get::<Option<String>, _>("lease_owner")?,
-                    row.try_get::<Option<i64>, _>("superseded_by")?,
-                    row.try_get::<Option<String>, _>("outcome")?,
-                    row.try_get::<Option<String>, _>("error")?,
-                )),
-            }
-        });
-        let Some((state, attempts, request, delivery, lease_owner, by, outcome, error)) = row
-        else {
-            return Ok(None);
-        };
-        Ok(Some(JobRecord {
-            id,
-            state: JobState::parse(&state)?,
-            attempts: u32::try_from(attempts).unwrap_or(0),
-            request: serde_json::from_str(&request).map_err(|e| StoreError::Corrupt {
-                what: format!("request of job {id}"),
-                reason: e.to_string(),
-            })?,
-            delivery: delivery.as_deref().and_then(DeliveryId::parse),
-            lease_owner,
-            superseded_by: by.map(JobId),
-            outcome,
-            error,
-        }))
+            rows.iter()
+                .map(|row| {
+                    let id = JobId(row.try_get("id")?);
+                    let request: String = row.try_get("request")?;
+                    Ok(JobRecord {
+                        id,
+                        state: JobState::parse(&row.try_get::<String, _>("state")?)?,
+                        attempts: u32::try_from(row.try_get::<i64, _>("attempts")?).unwrap_or(0),
+                        request: serde_json::from_str(&request).map_err(|e| {
+                            StoreError::Corrupt {
+                                what: format!("request of job {id}"),
+                                reason: e.to_string(),
+                            }
+                        })?,
+                        delivery: row
+                            .try_get::<Option<String>, _>("delivery_id")?
+                            .as_deref()
+                            .and_then(DeliveryId::parse),
+                        lease_owner: row.try_get("lease_owner")?,
+                        superseded_by: row.try_get::<Option<i64>, _>("superseded_by")?.map(JobId),
+                        outcome: row.try_get("outcome")?,
+                        error: row.try_get("error")?,
+                    })
+                })
+                .collect()
+        })
     }
 
     /// How many jobs are in each state, every state listed (for the jobs gauge).

@@ -3,7 +3,7 @@
 
 use sqlx::Row;
 
-use super::{Store, StoreError, now_ms, to_i64, to_u64};
+use super::{Scope, Store, StoreError, now_ms, to_i64, to_u64};
 use crate::github::model::RepoName;
 use crate::ids::{HeadSha, JobId, LensName, PrNumber};
 use crate::lens::{AuthClass, LensStatus, Provenance};
@@ -133,12 +133,30 @@ impl Store {
 
     /// The rounds a job recorded, oldest first.
     pub async fn rounds_for(&self, job: JobId) -> Result<Vec<RoundRecord>, StoreError> {
+        self.rounds_in(Scope::Job(job)).await
+    }
+
+    /// The rounds recorded for a PR, by every job, oldest first.
+    pub async fn rounds_for_pr(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+    ) -> Result<Vec<RoundRecord>, StoreError> {
+        self.rounds_in(Scope::Pr(repo, pr)).await
+    }
+
+    async fn rounds_in(&self, scope: Scope<'_>) -> Result<Vec<RoundRecord>, StoreError> {
+        let (job, repo, pr) = scope.binds();
         on_pool!(&self.db, pool => {
             let rows = sqlx::query(
-                "SELECT repo, pr, head, round, posted, blocking, advisory, review_id, skipped \
-                 FROM rounds WHERE job_id = $1 ORDER BY id",
+                "SELECT job_id, repo, pr, head, round, posted, blocking, advisory, review_id, \
+                   skipped FROM rounds \
+                 WHERE ($1 IS NULL OR job_id = $1) AND ($2 IS NULL OR (repo = $2 AND pr = $3)) \
+                 ORDER BY id",
             )
-            .bind(job.0)
+            .bind(job)
+            .bind(repo)
+            .bind(pr)
             .fetch_all(pool)
             .await?;
             rows.iter()
@@ -146,7 +164,7 @@ impl Store {
                     let repo: String = row.try_get("repo")?;
                     let head: Option<String> = row.try_get("head")?;
                     Ok(RoundRecord {
-                        job,
+                        job: JobId(row.try_get("job_id")?),
                         repo: RepoName::parse(&repo).ok_or_else(|| corrupt("repo", &repo))?,
                         pr: PrNumber(to_u64(row.try_get("pr")?)),
                         head: match head {
@@ -167,19 +185,38 @@ impl Store {
 
     /// The lens runs a job recorded, oldest first.
     pub async fn lens_runs_for(&self, job: JobId) -> Result<Vec<LensRunRecord>, StoreError> {
+        self.lens_runs_in(Scope::Job(job)).await
+    }
+
+    /// The lens runs recorded for a PR, by every job, oldest first.
+    pub async fn lens_runs_for_pr(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+    ) -> Result<Vec<LensRunRecord>, StoreError> {
+        self.lens_runs_in(Scope::Pr(repo, pr)).await
+    }
+
+    async fn lens_runs_in(&self, scope: Scope<'_>) -> Result<Vec<LensRunRecord>, StoreError> {
+        let (job, repo, pr) = scope.binds();
         on_pool!(&self.db, pool => {
             let rows = sqlx::query(
-                "SELECT round, lens, requested_backend, actual_backend, auth_class, model, \
-                   fallback_source, status, error, latency_ms, input_tokens, output_tokens, \
-                   cost_usd FROM lens_runs WHERE job_id = $1 ORDER BY id",
+                "SELECT job_id, round, lens, requested_backend, actual_backend, auth_class, \
+                   model, fallback_source, status, error, latency_ms, input_tokens, \
+                   output_tokens, cost_usd FROM lens_runs \
+                 WHERE ($1 IS NULL OR job_id = $1) \
+                   AND ($2 IS NULL OR job_id IN (SELECT id FROM jobs WHERE repo = $2 AND pr = $3)) \
+                 ORDER BY id",
             )
-            .bind(job.0)
+            .bind(job)
+            .bind(repo)
+            .bind(pr)
             .fetch_all(pool)
             .await?;
             rows.iter()
                 .map(|row| {
                     Ok(LensRunRecord {
-                        job,
+                        job: JobId(row.try_get("job_id")?),
                         round: row.try_get::<Option<i64>, _>("round")?.map(to_u32),
                         lens: LensName::new(row.try_get::<String, _>("lens")?),
                         requested_backend: row.try_get("requested_backend")?,

@@ -610,7 +610,10 @@ async fn rounds_and_lens_runs_are_recorded(db: TestDb) {
     };
     store.record_round(&round).await.unwrap();
     store.record_round(&skipped).await.unwrap();
-    assert_eq!(store.rounds_for(id).await.unwrap(), vec![round, skipped]);
+    assert_eq!(
+        store.rounds_for(id).await.unwrap(),
+        vec![round.clone(), skipped.clone()]
+    );
 
     let api = LensRunRecord {
         job: id,
@@ -644,14 +647,54 @@ async fn rounds_and_lens_runs_are_recorded(db: TestDb) {
     };
     store.record_lens_run(&api).await.unwrap();
     store.record_lens_run(&failed).await.unwrap();
-    assert_eq!(store.lens_runs_for(id).await.unwrap(), vec![api, failed]);
-    assert!(
-        store
-            .lens_runs_for(JobId(id.0 + 1))
-            .await
-            .unwrap()
-            .is_empty()
+    assert_eq!(
+        store.lens_runs_for(id).await.unwrap(),
+        vec![api.clone(), failed.clone()]
     );
+
+    // By PR: every job of the PR, no other PR's.
+    let later = enqueued(&enqueue(&store, &request(4, 'b', false)).await);
+    let elsewhere = enqueued(&enqueue(&store, &request(5, 'a', false)).await);
+    let third = LensRunRecord {
+        job: later,
+        round: Some(3),
+        ..api.clone()
+    };
+    let unrelated = LensRunRecord {
+        job: elsewhere,
+        ..api.clone()
+    };
+    store.record_lens_run(&third).await.unwrap();
+    store.record_lens_run(&unrelated).await.unwrap();
+    let next_round = RoundRecord {
+        job: later,
+        head: Some(sha('b')),
+        round: Some(3),
+        ..round.clone()
+    };
+    store.record_round(&next_round).await.unwrap();
+    store
+        .record_round(&RoundRecord {
+            job: elsewhere,
+            pr: PrNumber(5),
+            ..round.clone()
+        })
+        .await
+        .unwrap();
+    let pr4 = PrNumber(4);
+    assert_eq!(
+        store.rounds_for_pr(&repo(), pr4).await.unwrap(),
+        vec![round, skipped, next_round]
+    );
+    assert_eq!(
+        store.lens_runs_for_pr(&repo(), pr4).await.unwrap(),
+        vec![api, failed, third]
+    );
+    let jobs = store.jobs_for_pr(&repo(), pr4).await.unwrap();
+    let ids: Vec<JobId> = jobs.iter().map(|j| j.id).collect();
+    assert_eq!(ids, vec![id, later]);
+    assert_eq!(jobs[0].state, JobState::Superseded);
+    assert!(store.lens_runs_for(JobId(9_999)).await.unwrap().is_empty());
 }
 
 #[tokio::test]
