@@ -28,3 +28,4 @@ pub mod redact;
 pub mod render;
 pub mod review;
 pub mod server;
+pub mod store;

@@ -7,3 +7,4 @@ mod cli;
 mod fake_github;
 mod intake;
 mod pr;
+mod store;

@@ -1,0 +1,326 @@
+//! The durable store: deliveries keyed by `X-GitHub-Delivery`, the job queue (claims with a
+//! lease, per-PR coalescing and supersede, one running job a PR) and the `record` stage (rounds
+//! and lens runs). SQLite by default, PostgreSQL for several replicas; the same SQL and the same
+//! behaviour on both. Times are unix milliseconds computed here, never the database's clock, so
+//! replicas' clocks must agree to well within a lease (NTP does).
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sqlx::migrate::{MigrateError, Migrator};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{Connection, Database, Pool, Postgres, Sqlite, Transaction};
+
+use crate::github::model::RepoName;
+use crate::ids::{JobId, PrNumber};
+
+/// Runs `$body` with `$pool` bound to whichever pool the store has: the body is compiled once
+/// per database, so one text of SQL serves both (`$1` placeholders work on SQLite too).
+macro_rules! on_pool {
+    ($db:expr, $pool:ident => $body:expr) => {
+        match $db {
+            $crate::store::Db::Sqlite($pool) => $body,
+            $crate::store::Db::Postgres($pool) => $body,
+        }
+    };
+}
+
+mod queue;
+mod record;
+
+pub use queue::{Accepted, Job, JobRecord, JobState, NewDelivery};
+pub use record::{LensRunRecord, RoundRecord};
+
+static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");
+static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
+
+/// How long a writer waits for SQLite's write lock before giving up.
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a caller waits for a pooled connection (and `connect` for the first one).
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default bound on attempts for a job whose workers keep dying (see [`Store::claim`]).
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+
+/// The store. Cheap to clone: every clone shares one connection pool.
+#[derive(Clone)]
+pub struct Store {
+    db: Db,
+    max_attempts: u32,
+}
+
+#[derive(Clone)]
+pub(crate) enum Db {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store")
+            .field("backend", &self.backend())
+            .field("max_attempts", &self.max_attempts)
+            .finish()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("unsupported store URL {url}: expected sqlite://… or postgres://…")]
+    Scheme { url: String },
+    #[error("invalid store URL {url}: {source}")]
+    Url { url: String, source: sqlx::Error },
+    #[error("cannot open the store at {url}: {source}")]
+    Connect { url: String, source: sqlx::Error },
+    #[error("cannot open the store at {url}: no answer within {}s", after.as_secs())]
+    Timeout { url: String, after: Duration },
+    #[error("cannot migrate the store at {url}: {source}")]
+    Migrate { url: String, source: MigrateError },
+    #[error("store query failed: {0}")]
+    Query(#[from] sqlx::Error),
+    #[error("the store holds an unreadable {what}: {reason}")]
+    Corrupt { what: String, reason: String },
+    #[error("no job {0} in the store")]
+    UnknownJob(JobId),
+}
+
+impl Store {
+    /// Opens (SQLite: creates on first start) the store at `url` and runs its migrations.
+    /// `sqlite://reviewbot.db`, `sqlite::memory:` (one connection), `postgres://…`.
+    pub async fn connect(url: &str) -> Result<Store, StoreError> {
+        let shown = mask_url(url);
+        let db = if url.starts_with("sqlite:") {
+            Db::Sqlite(connect_sqlite(url, &shown).await?)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Db::Postgres(connect_postgres(url, &shown).await?)
+        } else {
+            return Err(StoreError::Scheme { url: shown });
+        };
+        let migrated = match &db {
+            Db::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await,
+            Db::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await,
+        };
+        migrated.map_err(|source| StoreError::Migrate { url: shown, source })?;
+        Ok(Store {
+            db,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+        })
+    }
+
+    /// The bound on attempts [`Store::claim`] applies to a job whose lease expired (its worker
+    /// died): on the last one it is marked failed instead of run again. Pass the same number to
+    /// [`Store::fail`].
+    pub fn with_max_attempts(mut self, max_attempts: u32) -> Store {
+        self.max_attempts = max_attempts.max(1);
+        self
+    }
+
+    /// `sqlite` or `postgres`.
+    pub fn backend(&self) -> &'static str {
+        match self.db {
+            Db::Sqlite(_) => "sqlite",
+            Db::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Whether the database answers (for `/healthz`).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        on_pool!(&self.db, pool => {
+            sqlx::query("SELECT 1").execute(pool).await?;
+        });
+        Ok(())
+    }
+
+    /// Closes every connection; later calls fail.
+    pub async fn close(&self) {
+        on_pool!(&self.db, pool => pool.close().await)
+    }
+}
+
+async fn connect_sqlite(url: &str, shown: &str) -> Result<SqlitePool, StoreError> {
+    let options = SqliteConnectOptions::from_str(url)
+        .map_err(|source| StoreError::Url {
+            url: shown.to_owned(),
+            source,
+        })?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(SQLITE_BUSY_TIMEOUT)
+        .foreign_keys(true);
+    // An in-memory database lives as long as its one connection.
+    let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+    let pool = if in_memory {
+        SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+    } else {
+        SqlitePoolOptions::new().max_connections(8)
+    };
+    pool.acquire_timeout(ACQUIRE_TIMEOUT)
+        .connect_with(options)
+        .await
+        .map_err(|source| StoreError::Connect {
+            url: shown.to_owned(),
+            source,
+        })
+}
+
+async fn connect_postgres(url: &str, shown: &str) -> Result<PgPool, StoreError> {
+    let options = PgConnectOptions::from_str(url).map_err(|source| StoreError::Url {
+        url: shown.to_owned(),
+        source,
+    })?;
+    // One connection first: a refused or unreachable server says why at once, where a pool
+    // retries until its timeout and says only that it timed out.
+    let first = tokio::time::timeout(ACQUIRE_TIMEOUT, PgConnection::connect_with(&options))
+        .await
+        .map_err(|_| StoreError::Timeout {
+            url: shown.to_owned(),
+            after: ACQUIRE_TIMEOUT,
+        })?
+        .map_err(|source| StoreError::Connect {
+            url: shown.to_owned(),
+            source,
+        })?;
+    // Closing it is a courtesy; the pool opens its own.
+    let _ = first.close().await;
+    PgPoolOptions::new()
+        .max_connections(10)
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .connect_with(options)
+        .await
+        .map_err(|source| StoreError::Connect {
+            url: shown.to_owned(),
+            source,
+        })
+}
+
+/// What differs between the two databases, and nothing else.
+pub(crate) trait Dialect {
+    type Db: Database;
+    /// A transaction that writes. On SQLite it takes the write lock at `BEGIN` (`IMMEDIATE`):
+    /// a deferred transaction that upgrades later fails with SQLITE_BUSY at once, whatever the
+    /// busy timeout.
+    fn begin_write(
+        &self,
+    ) -> impl Future<Output = Result<Transaction<'static, Self::Db>, sqlx::Error>> + Send;
+}
+
+impl Dialect for Pool<Sqlite> {
+    type Db = Sqlite;
+    fn begin_write(
+        &self,
+    ) -> impl Future<Output = Result<Transaction<'static, Sqlite>, sqlx::Error>> + Send {
+        self.begin_with("BEGIN IMMEDIATE")
+    }
+}
+
+impl Dialect for Pool<Postgres> {
+    type Db = Postgres;
+    fn begin_write(
+        &self,
+    ) -> impl Future<Output = Result<Transaction<'static, Postgres>, sqlx::Error>> + Send {
+        self.begin()
+    }
+}
+
+/// Which rows a listing reads: one job's, or a PR's. Bound as `$1` (job), `$2` (repo), `$3`
+/// (pr), NULL where unused, for `($1 IS NULL OR …) AND ($2 IS NULL OR …)`.
+#[derive(Clone, Copy)]
+pub(crate) enum Scope<'a> {
+    Job(JobId),
+    Pr(&'a RepoName, PrNumber),
+}
+
+impl Scope<'_> {
+    pub(crate) fn binds(self) -> (Option<i64>, Option<String>, Option<i64>) {
+        match self {
+            Scope::Job(job) => (Some(job.0), None, None),
+            Scope::Pr(repo, pr) => (None, Some(repo.to_string()), Some(to_i64(pr.0))),
+        }
+    }
+}
+
+/// Now, in unix milliseconds.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+pub(crate) fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A count or id for a BIGINT column (they never come near `i64::MAX`).
+pub(crate) fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+pub(crate) fn to_u64(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// The URL for a message: a password in the user part or the query is replaced by `***`.
+pub fn mask_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return mask_query(url);
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _password)) => format!("{user}:***@{host}"),
+            None => authority.to_owned(),
+        },
+        None => authority.to_owned(),
+    };
+    format!("{scheme}://{authority}{}", mask_query(tail))
+}
+
+fn mask_query(s: &str) -> String {
+    let Some((path, query)) = s.split_once('?') else {
+        return s.to_owned();
+    };
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, _)) if key.to_ascii_lowercase().contains("password") => {
+                format!("{key}=***")
+            }
+            _ => pair.to_owned(),
+        })
+        .collect();
+    format!("{path}?{}", pairs.join("&"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_password_never_shows_in_a_url() {
+        assert_eq!(
+            mask_url("postgres://bot:s3cret@db.internal:5432/reviewbot"),
+            "postgres://bot:***@db.internal:5432/reviewbot"
+        );
+        assert_eq!(
+            mask_url("postgres://db/reviewbot?user=bot&password=s3cret&sslmode=require"),
+            "postgres://db/reviewbot?user=bot&password=***&sslmode=require"
+        );
+        assert_eq!(
+            mask_url("postgres://bot@db/x"),
+            "postgres://bot@db/x",
+            "no password, nothing to hide"
+        );
+        assert_eq!(mask_url("sqlite://reviewbot.db"), "sqlite://reviewbot.db");
+        assert_eq!(mask_url("sqlite::memory:"), "sqlite::memory:");
+        assert!(!mask_url("postgres://a:p%40ss@h/x").contains("p%40ss"));
+    }
+}

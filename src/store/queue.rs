@@ -1,0 +1,621 @@
+//! Deliveries and the job queue.
+//!
+//! A job is one review of one PR. Its life: `queued` → `running` (claimed with a lease) →
+//! `done` | `failed` | back to `queued` (a retry, a release, a lease that expired); a queued job
+//! becomes `superseded` when a newer head of its PR is requested. A running job of an older head
+//! is flagged (`superseded_by`) instead, so its worker can skip posting; if it comes back to the
+//! queue it is superseded then.
+//!
+//! Every claim and every enqueue is one write transaction. SQLite serialises them (`BEGIN
+//! IMMEDIATE`); PostgreSQL locks the picked job (`FOR UPDATE SKIP LOCKED`) and the PR's row in
+//! `pulls` (enqueue), and a partial unique index keeps one running job a PR whatever happens.
+
+use std::time::Duration;
+
+use sqlx::{Pool, Postgres, Row, Sqlite};
+
+use super::{Dialect, Scope, Store, StoreError, millis, now_ms, to_i64};
+use crate::flow::request::ReviewRequest;
+use crate::github::model::RepoName;
+use crate::ids::{DeliveryId, JobId, PrNumber};
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobState {
+    Queued,
+    Running,
+    Done,
+    Failed,
+    Superseded,
+}
+
+impl JobState {
+    pub const ALL: [JobState; 5] = [
+        JobState::Queued,
+        JobState::Running,
+        JobState::Done,
+        JobState::Failed,
+        JobState::Superseded,
+    ];
+
+    /// The name stored in the database (and used as a metrics label).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Done => "done",
+            JobState::Failed => "failed",
+            JobState::Superseded => "superseded",
+        }
+    }
+
+    fn parse(s: &str) -> Result<JobState, StoreError> {
+        JobState::ALL
+            .into_iter()
+            .find(|state| state.as_str() == s)
+            .ok_or_else(|| StoreError::Corrupt {
+                what: "job state".into(),
+                reason: format!("{s:?}"),
+            })
+    }
+}
+
+/// A webhook delivery as it arrived (the headers; never the body).
+#[derive(Debug, Clone)]
+pub struct NewDelivery {
+    pub id: DeliveryId,
+    pub event: String,
+    pub action: Option<String>,
+}
+
+/// What [`Store::accept_delivery`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Accepted {
+    /// Seen before: nothing was added.
+    Duplicate,
+    /// Stored; there was nothing to run.
+    Stored,
+    /// Stored, and a new job queued; `superseded` are the queued jobs of older heads it replaced.
+    Enqueued { job: JobId, superseded: Vec<JobId> },
+    /// Stored; the same head of the PR is already queued or running, so that job covers it.
+    Coalesced { into: JobId },
+}
+
+impl Accepted {
+    /// The job that will (or does) run for this delivery.
+    pub fn job(&self) -> Option<JobId> {
+        match self {
+            Accepted::Enqueued { job, .. } => Some(*job),
+            Accepted::Coalesced { into } => Some(*into),
+            Accepted::Duplicate | Accepted::Stored => None,
+        }
+    }
+
+    /// A short name for logs and metrics labels.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            Accepted::Duplicate => "duplicate",
+            Accepted::Stored => "stored",
+            Accepted::Enqueued { .. } => "enqueued",
+            Accepted::Coalesced { .. } => "coalesced",
+        }
+    }
+}
+
+/// A claimed job: run it, heartbeat while it runs, then complete, fail or release it.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub id: JobId,
+    pub request: ReviewRequest,
+    /// This attempt's number, from 1 (a dead worker's attempt counts; a released one does not).
+    pub attempts: u32,
+    pub delivery: Option<DeliveryId>,
+    /// Which claim of the job this is: a write from an older claim (a lease that expired and
+    /// was taken over) matches no row.
+    generation: i64,
+}
+
+/// A job as stored, for tests and operators.
+#[derive(Debug, Clone)]
+pub struct JobRecord {
+    pub id: JobId,
+    pub state: JobState,
+    pub attempts: u32,
+    pub request: ReviewRequest,
+    pub delivery: Option<DeliveryId>,
+    pub lease_owner: Option<String>,
+    pub superseded_by: Option<JobId>,
+    pub outcome: Option<String>,
+    pub error: Option<String>,
+}
+
+/// Claims passed over in one call (a job superseded or out of attempts) before giving up.
+const CLAIM_STEPS: usize = 64;
+
+/// The oldest runnable job: a queued one that is due, whose PR has nothing running and no older
+/// due job; or a running one whose lease expired (its worker died).
+macro_rules! candidate_sql {
+    ($lock:literal) => {
+        concat!(
+            "SELECT j.id, j.state, j.attempts, j.superseded_by FROM jobs j \
+         WHERE (j.state = 'queued' AND j.run_after <= $1 \
+                AND NOT EXISTS (SELECT 1 FROM jobs r \
+                                WHERE r.repo = j.repo AND r.pr = j.pr AND r.state = 'running') \
+                AND NOT EXISTS (SELECT 1 FROM jobs o \
+                                WHERE o.repo = j.repo AND o.pr = j.pr AND o.state = 'queued' \
+                                  AND o.run_after <= $1 AND o.id < j.id)) \
+            OR (j.state = 'running' AND j.lease_until < $1) \
+         ORDER BY j.id LIMIT 1 ",
+            $lock
+        )
+    };
+}
+
+/// The candidate query, with the lock that makes another replica skip the picked row on
+/// PostgreSQL; SQLite has one writer at a time already (`BEGIN IMMEDIATE`).
+trait Candidate {
+    const SQL: &'static str;
+}
+
+impl Candidate for Pool<Sqlite> {
+    const SQL: &'static str = candidate_sql!("");
+}
+
+impl Candidate for Pool<Postgres> {
+    const SQL: &'static str = candidate_sql!("FOR UPDATE SKIP LOCKED");
+}
+
+fn candidate_sql<P: Candidate>(_pool: &P) -> &'static str {
+    P::SQL
+}
+
+/// The condition every write of a claimed job carries (`$1` the job, `$2` the worker, `$3` the
+/// claim): a worker whose lease was taken over writes nothing.
+macro_rules! held_by_caller {
+    () => {
+        " WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND claims = $3"
+    };
+}
+
+/// `UPDATE jobs SET $set` on a job the caller holds, `$extra` bound from `$4`; the rows changed.
+macro_rules! holder_update {
+    ($store:expr, $job:expr, $worker:expr, $set:literal $(, $extra:expr)* $(,)?) => {
+        on_pool!(&$store.db, pool => {
+            sqlx::query(concat!("UPDATE jobs SET ", $set, held_by_caller!()))
+                .bind($job.id.0)
+                .bind($worker)
+                .bind($job.generation)
+                $(.bind($extra))*
+                .execute(pool)
+                .await?
+                .rows_affected()
+        })
+    };
+}
+
+/// What one step of a claim did.
+enum Step {
+    Claimed(Box<Job>),
+    /// Passed over a job that must not run; look again.
+    Again,
+    Nothing,
+}
+
+impl Store {
+    /// Records a delivery and, when it asks for a review, enqueues the job, in one transaction:
+    /// a delivery seen before adds nothing. A non-forced request for a head already queued or
+    /// running coalesces into that job; a request for a head supersedes the PR's queued jobs of
+    /// other heads (and flags a running one, see [`Store::is_superseded`]).
+    pub async fn accept_delivery(
+        &self,
+        delivery: &NewDelivery,
+        request: Option<&ReviewRequest>,
+    ) -> Result<Accepted, StoreError> {
+        let now = now_ms();
+        let payload = request
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| StoreError::Corrupt {
+                what: "review request".into(),
+                reason: e.to_string(),
+            })?;
+        on_pool!(&self.db, pool => {
+            let mut tx = pool.begin_write().await?;
+            let fresh: Option<String> = sqlx::query_scalar(
+                "INSERT INTO deliveries (id, event, action, received_at, outcome) \
+                 VALUES ($1, $2, $3, $4, 'stored') ON CONFLICT (id) DO NOTHING RETURNING id",
+            )
+            .bind(delivery.id.as_str())
+            .bind(&delivery.event)
+            .bind(delivery.action.as_deref())
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if fresh.is_none() {
+                tx.rollback().await?;
+                return Ok(Accepted::Duplicate);
+            }
+            let (Some(request), Some(payload)) = (request, payload) else {
+                tx.commit().await?;
+                return Ok(Accepted::Stored);
+            };
+            let repo = request.repo.to_string();
+            let pr = to_i64(request.pr.0);
+            let head = request.head.as_ref().map(|h| h.as_str());
+            // Locks the PR's row until commit: concurrent enqueues for one PR take turns.
+            sqlx::query(
+                "INSERT INTO pulls (repo, pr, last_request_at) VALUES ($1, $2, $3) \
+                 ON CONFLICT (repo, pr) DO UPDATE SET last_request_at = excluded.last_request_at",
+            )
+            .bind(&repo)
+            .bind(pr)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            let same_head: Option<i64> = if request.force {
+                None
+            } else {
+                sqlx::query_scalar(
+                    "SELECT id FROM jobs WHERE repo = $1 AND pr = $2 \
+                     AND state IN ('queued', 'running') AND superseded_by IS NULL \
+                     AND (head = $3 OR (head IS NULL AND $3 IS NULL)) ORDER BY id LIMIT 1",
+                )
+                .bind(&repo)
+                .bind(pr)
+                .bind(head)
+                .fetch_optional(&mut *tx)
+                .await?
+            };
+            let accepted = if let Some(into) = same_head {
+                Accepted::Coalesced { into: JobId(into) }
+            } else {
+                let job: i64 = sqlx::query_scalar(
+                    "INSERT INTO jobs (delivery_id, repo, pr, head, forced, request, state, \
+                                       run_after, created_at, updated_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $7, $7) RETURNING id",
+                )
+                .bind(delivery.id.as_str())
+                .bind(&repo)
+                .bind(pr)
+                .bind(head)
+                .bind(request.force)
+                .bind(&payload)
+                .bind(now)
+                .fetch_one(&mut *tx)
+                .await?;
+                let mut superseded = Vec::new();
+                if head.is_some() {
+                    let rows = sqlx::query(
+                        "UPDATE jobs SET superseded_by = $3, updated_at = $5, \
+                           state = CASE WHEN state = 'queued' THEN 'superseded' ELSE state END \
+                         WHERE repo = $1 AND pr = $2 AND id <> $3 AND superseded_by IS NULL \
+                           AND state IN ('queued', 'running') AND (head IS NULL OR head <> $4) \
+                         RETURNING id, state",
+                    )
+                    .bind(&repo)
+                    .bind(pr)
+                    .bind(job)
+                    .bind(head)
+                    .bind(now)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                    for row in rows {
+                        let state: String = row.try_get("state")?;
+                        if state == JobState::Superseded.as_str() {
+                            superseded.push(JobId(row.try_get("id")?));
+                        }
+                    }
+                    superseded.sort();
+                }
+                Accepted::Enqueued { job: JobId(job), superseded }
+            };
+            sqlx::query("UPDATE deliveries SET outcome = $2, job_id = $3 WHERE id = $1")
+                .bind(delivery.id.as_str())
+                .bind(accepted.outcome())
+                .bind(accepted.job().map(|j| j.0))
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(accepted)
+        })
+    }
+
+    /// Claims the oldest runnable job for `worker`, with a lease of `lease`: a queued job that is
+    /// due, or a running one whose lease expired (a dead worker's; that attempt counted, and on
+    /// the last of [`Store::with_max_attempts`] the job is marked failed instead). A PR never
+    /// has two running jobs: its next job waits. `None` when nothing is runnable.
+    pub async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<Job>, StoreError> {
+        for _ in 0..CLAIM_STEPS {
+            match self.claim_step(worker, lease).await? {
+                Step::Claimed(job) => return Ok(Some(*job)),
+                Step::Nothing => return Ok(None),
+                Step::Again => {}
+            }
+        }
+        Ok(None)
+    }
+
+    async fn claim_step(&self, worker: &str, lease: Duration) -> Result<Step, StoreError> {
+        let now = now_ms();
+        let max_attempts = i64::from(self.max_attempts);
+        on_pool!(&self.db, pool => {
+            let mut tx = pool.begin_write().await?;
+            let sql = candidate_sql(pool);
+            let Some(row) = sqlx::query(sql).bind(now).fetch_optional(&mut *tx).await? else {
+                tx.commit().await?;
+                return Ok(Step::Nothing);
+            };
+            let id: i64 = row.try_get("id")?;
+            let expired = row.try_get::<String, _>("state")? == JobState::Running.as_str();
+            let attempts: i64 = row.try_get("attempts")?;
+            let superseded = row.try_get::<Option<i64>, _>("superseded_by")?.is_some();
+            if expired && (superseded || attempts >= max_attempts) {
+                let (state, error) = if superseded {
+                    (JobState::Superseded, None)
+                } else {
+                    (JobState::Failed, Some("the worker's lease expired on the last attempt"))
+                };
+                sqlx::query(
+                    "UPDATE jobs SET state = $2, error = COALESCE($3, error), \
+                       lease_owner = NULL, lease_until = NULL, updated_at = $4 WHERE id = $1",
+                )
+                .bind(id)
+                .bind(state.as_str())
+                .bind(error)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                return Ok(Step::Again);
+            }
+            let claimed = sqlx::query(
+                "UPDATE jobs SET state = 'running', lease_owner = $2, lease_until = $3, \
+                   attempts = attempts + 1, claims = claims + 1, updated_at = $4 \
+                 WHERE id = $1 AND (state = 'queued' OR lease_until < $4) \
+                 RETURNING request, attempts, claims, delivery_id",
+            )
+            .bind(id)
+            .bind(worker)
+            .bind(now.saturating_add(millis(lease)))
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await;
+            let row = match claimed {
+                Ok(Some(row)) => row,
+                // Taken meanwhile (the lock makes this rare; the check makes it harmless).
+                Ok(None) => {
+                    tx.rollback().await?;
+                    return Ok(Step::Again);
+                }
+                // Another replica started a job of this PR after our snapshot: the unique
+                // index refused the second; look again.
+                Err(e) if is_unique_violation(&e) => {
+                    tx.rollback().await?;
+                    return Ok(Step::Again);
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let request: String = row.try_get("request")?;
+            let request = match serde_json::from_str::<ReviewRequest>(&request) {
+                Ok(request) => request,
+                Err(e) => {
+                    // Never run, never retried: failed with the reason.
+                    sqlx::query(
+                        "UPDATE jobs SET state = 'failed', error = $2, lease_owner = NULL, \
+                           lease_until = NULL WHERE id = $1",
+                    )
+                    .bind(id)
+                    .bind(format!("unreadable request: {e}"))
+                    .execute(&mut *tx)
+                    .await?;
+                    tx.commit().await?;
+                    return Ok(Step::Again);
+                }
+            };
+            let job = Job {
+                id: JobId(id),
+                request,
+                attempts: u32::try_from(row.try_get::<i64, _>("attempts")?).unwrap_or(u32::MAX),
+                delivery: row
+                    .try_get::<Option<String>, _>("delivery_id")?
+                    .as_deref()
+                    .and_then(DeliveryId::parse),
+                generation: row.try_get("claims")?,
+            };
+            tx.commit().await?;
+            Ok(Step::Claimed(Box::new(job)))
+        })
+    }
+
+    /// Extends the lease; `false` when `worker` no longer holds it (it expired and another
+    /// worker took the job, or the job left `running`): stop, and write nothing more.
+    pub async fn heartbeat(
+        &self,
+        job: &Job,
+        worker: &str,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let changed = holder_update!(
+            self,
+            job,
+            worker,
+            "lease_until = $4, updated_at = $5",
+            now.saturating_add(millis(lease)),
+            now
+        );
+        Ok(changed == 1)
+    }
+
+    /// Marks the job done with `outcome` (a short word: `posted`, `skipped: draft`, …); `false`
+    /// (and nothing written) when `worker` no longer holds the lease.
+    pub async fn complete(
+        &self,
+        job: &Job,
+        worker: &str,
+        outcome: &str,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let changed = holder_update!(
+            self,
+            job,
+            worker,
+            "state = 'done', outcome = $4, lease_owner = NULL, lease_until = NULL, \
+             updated_at = $5",
+            outcome,
+            now
+        );
+        Ok(changed == 1)
+    }
+
+    /// Records a failed attempt: back to the queue, due after `retry_after`, or `failed` with
+    /// `error` once `max_attempts` attempts were made (`superseded` if a newer head came).
+    /// Returns the job's new state; `None` (nothing written) when `worker` lost the lease.
+    pub async fn fail(
+        &self,
+        job: &Job,
+        worker: &str,
+        error: &str,
+        max_attempts: u32,
+        retry_after: Duration,
+    ) -> Result<Option<JobState>, StoreError> {
+        let now = now_ms();
+        let state: Option<String> = on_pool!(&self.db, pool => {
+            sqlx::query_scalar(concat!(
+                "UPDATE jobs SET \
+                   state = CASE WHEN superseded_by IS NOT NULL THEN 'superseded' \
+                                WHEN attempts >= $4 THEN 'failed' ELSE 'queued' END, \
+                   error = $5, run_after = $6, lease_owner = NULL, lease_until = NULL, \
+                   updated_at = $7",
+                held_by_caller!(),
+                " RETURNING state"
+            ))
+            .bind(job.id.0)
+            .bind(worker)
+            .bind(job.generation)
+            .bind(i64::from(max_attempts))
+            .bind(error)
+            .bind(now.saturating_add(millis(retry_after)))
+            .bind(now)
+            .fetch_optional(pool)
+            .await?
+        });
+        state.as_deref().map(JobState::parse).transpose()
+    }
+
+    /// Gives the job back (shutdown): queued again at once, this attempt not counted (or
+    /// `superseded` if a newer head came). `false` when `worker` no longer holds the lease.
+    pub async fn release(&self, job: &Job, worker: &str) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let changed = holder_update!(
+            self,
+            job,
+            worker,
+            "state = CASE WHEN superseded_by IS NOT NULL THEN 'superseded' ELSE 'queued' END, \
+             attempts = attempts - 1, run_after = $4, lease_owner = NULL, lease_until = NULL, \
+             updated_at = $4",
+            now
+        );
+        Ok(changed == 1)
+    }
+
+    /// Whether a newer head of the job's PR was requested after it: a worker checks before
+    /// posting, so a round in flight for an older head is not posted.
+    pub async fn is_superseded(&self, job: JobId) -> Result<bool, StoreError> {
+        let row: Option<(String, Option<i64>)> = on_pool!(&self.db, pool => {
+            sqlx::query_as("SELECT state, superseded_by FROM jobs WHERE id = $1")
+                .bind(job.0)
+                .fetch_optional(pool)
+                .await?
+        });
+        let (state, by) = row.ok_or(StoreError::UnknownJob(job))?;
+        Ok(by.is_some() || JobState::parse(&state)? == JobState::Superseded)
+    }
+
+    /// One job as stored.
+    pub async fn job(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
+        Ok(self.jobs_in(Scope::Job(id)).await?.pop())
+    }
+
+    /// A PR's jobs, oldest first.
+    pub async fn jobs_for_pr(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+    ) -> Result<Vec<JobRecord>, StoreError> {
+        self.jobs_in(Scope::Pr(repo, pr)).await
+    }
+
+    async fn jobs_in(&self, scope: Scope<'_>) -> Result<Vec<JobRecord>, StoreError> {
+        let (job, repo, pr) = scope.binds();
+        on_pool!(&self.db, pool => {
+            let rows = sqlx::query(
+                "SELECT id, state, attempts, request, delivery_id, lease_owner, superseded_by, \
+                   outcome, error FROM jobs \
+                 WHERE ($1 IS NULL OR id = $1) AND ($2 IS NULL OR (repo = $2 AND pr = $3)) \
+                 ORDER BY id",
+            )
+            .bind(job)
+            .bind(repo)
+            .bind(pr)
+            .fetch_all(pool)
+            .await?;
+            rows.iter()
+                .map(|row| {
+                    let id = JobId(row.try_get("id")?);
+                    let request: String = row.try_get("request")?;
+                    Ok(JobRecord {
+                        id,
+                        state: JobState::parse(&row.try_get::<String, _>("state")?)?,
+                        attempts: u32::try_from(row.try_get::<i64, _>("attempts")?).unwrap_or(0),
+                        request: serde_json::from_str(&request).map_err(|e| {
+                            StoreError::Corrupt {
+                                what: format!("request of job {id}"),
+                                reason: e.to_string(),
+                            }
+                        })?,
+                        delivery: row
+                            .try_get::<Option<String>, _>("delivery_id")?
+                            .as_deref()
+                            .and_then(DeliveryId::parse),
+                        lease_owner: row.try_get("lease_owner")?,
+                        superseded_by: row.try_get::<Option<i64>, _>("superseded_by")?.map(JobId),
+                        outcome: row.try_get("outcome")?,
+                        error: row.try_get("error")?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// How many jobs are in each state, every state listed (for the jobs gauge).
+    pub async fn jobs_by_state(&self) -> Result<Vec<(JobState, i64)>, StoreError> {
+        let rows: Vec<(String, i64)> = on_pool!(&self.db, pool => {
+            sqlx::query_as("SELECT state, COUNT(*) FROM jobs GROUP BY state")
+                .fetch_all(pool)
+                .await?
+        });
+        let mut counts: Vec<(JobState, i64)> = JobState::ALL.iter().map(|s| (*s, 0)).collect();
+        for (state, n) in rows {
+            let state = JobState::parse(&state)?;
+            if let Some(slot) = counts.iter_mut().find(|(s, _)| *s == state) {
+                slot.1 = n;
+            }
+        }
+        Ok(counts)
+    }
+
+    /// How many deliveries were stored (each once).
+    pub async fn delivery_count(&self) -> Result<i64, StoreError> {
+        let n: i64 = on_pool!(&self.db, pool => {
+            sqlx::query_scalar("SELECT COUNT(*) FROM deliveries")
+                .fetch_one(pool)
+                .await?
+        });
+        Ok(n)
+    }
+}
+
+fn is_unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
+}

@@ -1,0 +1,249 @@
+//! The `record` stage: what each round did and what each lens run cost. Append-only: a job run
+//! twice (a lease that expired) records twice, as it really ran twice.
+
+use sqlx::Row;
+
+use super::{Scope, Store, StoreError, now_ms, to_i64, to_u64};
+use crate::github::model::RepoName;
+use crate::ids::{HeadSha, JobId, LensName, PrNumber};
+use crate::lens::{AuthClass, LensStatus, Provenance};
+
+/// One round of a job: posted or skipped, with its verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundRecord {
+    pub job: JobId,
+    pub repo: RepoName,
+    pub pr: PrNumber,
+    pub head: Option<HeadSha>,
+    /// The round's number on the PR; `None` when no round ran.
+    pub round: Option<u32>,
+    pub posted: bool,
+    pub blocking: u32,
+    pub advisory: u32,
+    /// The GitHub review posted, when known.
+    pub review_id: Option<u64>,
+    /// Why no round was posted (`draft`, `opt_out`, `superseded`, …).
+    pub skipped: Option<String>,
+}
+
+/// One lens run of a round: provenance, usage and cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LensRunRecord {
+    pub job: JobId,
+    pub round: Option<u32>,
+    pub lens: LensName,
+    pub requested_backend: String,
+    pub actual_backend: String,
+    pub auth_class: String,
+    pub model: Option<String>,
+    pub fallback_source: Option<String>,
+    /// `ok` or `failed`.
+    pub status: String,
+    pub error: Option<String>,
+    pub latency_ms: u64,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub cost_usd: Option<f64>,
+}
+
+impl LensRunRecord {
+    /// The record of a lens's provenance, as the flow reports it.
+    pub fn new(job: JobId, round: Option<u32>, run: &Provenance) -> LensRunRecord {
+        LensRunRecord {
+            job,
+            round,
+            lens: run.lens.clone(),
+            requested_backend: run.requested_backend.as_str().to_owned(),
+            actual_backend: run.actual_backend.as_str().to_owned(),
+            auth_class: match run.auth_class {
+                AuthClass::None => "none",
+                AuthClass::Subscription => "subscription",
+                AuthClass::Api => "api",
+            }
+            .to_owned(),
+            model: run.model.clone(),
+            fallback_source: run.fallback_source.map(|b| b.as_str().to_owned()),
+            status: match run.status {
+                LensStatus::Ok => "ok",
+                LensStatus::Failed => "failed",
+            }
+            .to_owned(),
+            error: run.error.clone(),
+            latency_ms: run.latency_ms,
+            input_tokens: run.usage.map(|u| u.input_tokens),
+            output_tokens: run.usage.map(|u| u.output_tokens),
+            cost_usd: run.cost_usd,
+        }
+    }
+}
+
+impl Store {
+    pub async fn record_round(&self, round: &RoundRecord) -> Result<(), StoreError> {
+        on_pool!(&self.db, pool => {
+            sqlx::query(
+                "INSERT INTO rounds (job_id, repo, pr, head, round, posted, blocking, advisory, \
+                   review_id, skipped, recorded_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            )
+            .bind(round.job.0)
+            .bind(round.repo.to_string())
+            .bind(to_i64(round.pr.0))
+            .bind(round.head.as_ref().map(|h| h.as_str()))
+            .bind(round.round.map(i64::from))
+            .bind(round.posted)
+            .bind(i64::from(round.blocking))
+            .bind(i64::from(round.advisory))
+            .bind(round.review_id.map(to_i64))
+            .bind(round.skipped.as_deref())
+            .bind(now_ms())
+            .execute(pool)
+            .await?;
+        });
+        Ok(())
+    }
+
+    pub async fn record_lens_run(&self, run: &LensRunRecord) -> Result<(), StoreError> {
+        on_pool!(&self.db, pool => {
+            sqlx::query(
+                "INSERT INTO lens_runs (job_id, round, lens, requested_backend, actual_backend, \
+                   auth_class, model, fallback_source, status, error, latency_ms, input_tokens, \
+                   output_tokens, cost_usd, recorded_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+            )
+            .bind(run.job.0)
+            .bind(run.round.map(i64::from))
+            .bind(run.lens.as_str())
+            .bind(&run.requested_backend)
+            .bind(&run.actual_backend)
+            .bind(&run.auth_class)
+            .bind(run.model.as_deref())
+            .bind(run.fallback_source.as_deref())
+            .bind(&run.status)
+            .bind(run.error.as_deref())
+            .bind(to_i64(run.latency_ms))
+            .bind(run.input_tokens.map(to_i64))
+            .bind(run.output_tokens.map(to_i64))
+            .bind(run.cost_usd)
+            .bind(now_ms())
+            .execute(pool)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// The rounds a job recorded, oldest first.
+    pub async fn rounds_for(&self, job: JobId) -> Result<Vec<RoundRecord>, StoreError> {
+        self.rounds_in(Scope::Job(job)).await
+    }
+
+    /// The rounds recorded for a PR, by every job, oldest first.
+    pub async fn rounds_for_pr(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+    ) -> Result<Vec<RoundRecord>, StoreError> {
+        self.rounds_in(Scope::Pr(repo, pr)).await
+    }
+
+    async fn rounds_in(&self, scope: Scope<'_>) -> Result<Vec<RoundRecord>, StoreError> {
+        let (job, repo, pr) = scope.binds();
+        on_pool!(&self.db, pool => {
+            let rows = sqlx::query(
+                "SELECT job_id, repo, pr, head, round, posted, blocking, advisory, review_id, \
+                   skipped FROM rounds \
+                 WHERE ($1 IS NULL OR job_id = $1) AND ($2 IS NULL OR (repo = $2 AND pr = $3)) \
+                 ORDER BY id",
+            )
+            .bind(job)
+            .bind(repo)
+            .bind(pr)
+            .fetch_all(pool)
+            .await?;
+            rows.iter()
+                .map(|row| {
+                    let repo: String = row.try_get("repo")?;
+                    let head: Option<String> = row.try_get("head")?;
+                    Ok(RoundRecord {
+                        job: JobId(row.try_get("job_id")?),
+                        repo: RepoName::parse(&repo).ok_or_else(|| corrupt("repo", &repo))?,
+                        pr: PrNumber(to_u64(row.try_get("pr")?)),
+                        head: match head {
+                            Some(h) => Some(HeadSha::parse(&h).ok_or_else(|| corrupt("head", &h))?),
+                            None => None,
+                        },
+                        round: row.try_get::<Option<i64>, _>("round")?.map(to_u32),
+                        posted: row.try_get("posted")?,
+                        blocking: to_u32(row.try_get("blocking")?),
+                        advisory: to_u32(row.try_get("advisory")?),
+                        review_id: row.try_get::<Option<i64>, _>("review_id")?.map(to_u64),
+                        skipped: row.try_get("skipped")?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// The lens runs a job recorded, oldest first.
+    pub async fn lens_runs_for(&self, job: JobId) -> Result<Vec<LensRunRecord>, StoreError> {
+        self.lens_runs_in(Scope::Job(job)).await
+    }
+
+    /// The lens runs recorded for a PR, by every job, oldest first.
+    pub async fn lens_runs_for_pr(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+    ) -> Result<Vec<LensRunRecord>, StoreError> {
+        self.lens_runs_in(Scope::Pr(repo, pr)).await
+    }
+
+    async fn lens_runs_in(&self, scope: Scope<'_>) -> Result<Vec<LensRunRecord>, StoreError> {
+        let (job, repo, pr) = scope.binds();
+        on_pool!(&self.db, pool => {
+            let rows = sqlx::query(
+                "SELECT job_id, round, lens, requested_backend, actual_backend, auth_class, \
+                   model, fallback_source, status, error, latency_ms, input_tokens, \
+                   output_tokens, cost_usd FROM lens_runs \
+                 WHERE ($1 IS NULL OR job_id = $1) \
+                   AND ($2 IS NULL OR job_id IN (SELECT id FROM jobs WHERE repo = $2 AND pr = $3)) \
+                 ORDER BY id",
+            )
+            .bind(job)
+            .bind(repo)
+            .bind(pr)
+            .fetch_all(pool)
+            .await?;
+            rows.iter()
+                .map(|row| {
+                    Ok(LensRunRecord {
+                        job: JobId(row.try_get("job_id")?),
+                        round: row.try_get::<Option<i64>, _>("round")?.map(to_u32),
+                        lens: LensName::new(row.try_get::<String, _>("lens")?),
+                        requested_backend: row.try_get("requested_backend")?,
+                        actual_backend: row.try_get("actual_backend")?,
+                        auth_class: row.try_get("auth_class")?,
+                        model: row.try_get("model")?,
+                        fallback_source: row.try_get("fallback_source")?,
+                        status: row.try_get("status")?,
+                        error: row.try_get("error")?,
+                        latency_ms: to_u64(row.try_get("latency_ms")?),
+                        input_tokens: row.try_get::<Option<i64>, _>("input_tokens")?.map(to_u64),
+                        output_tokens: row.try_get::<Option<i64>, _>("output_tokens")?.map(to_u64),
+                        cost_usd: row.try_get("cost_usd")?,
+                    })
+                })
+                .collect()
+        })
+    }
+}
+
+fn to_u32(n: i64) -> u32 {
+    u32::try_from(n).unwrap_or(0)
+}
+
+fn corrupt(what: &str, value: &str) -> StoreError {
+    StoreError::Corrupt {
+        what: what.to_owned(),
+        reason: format!("{value:?}"),
+    }
+}
