@@ -79,6 +79,7 @@ impl LensRunRecord {
 
 impl Store {
     pub async fn record_round(&self, round: &RoundRecord) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
         on_pool!(&self.db, pool => {
             sqlx::query(
                 "INSERT INTO rounds (job_id, repo, pr, head, round, posted, blocking, advisory, \
@@ -103,6 +104,7 @@ impl Store {
     }
 
     pub async fn record_lens_run(&self, run: &LensRunRecord) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
         on_pool!(&self.db, pool => {
             sqlx::query(
                 "INSERT INTO lens_runs (job_id, round, lens, requested_backend, actual_backend, \
