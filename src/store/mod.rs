@@ -178,7 +178,9 @@ async fn connect_sqlite(url: &str, shown: &str) -> Result<SqlitePool, StoreError
         })?
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(SqliteSynchronous::Normal)
+        // FULL: a delivery answered 2xx survives a power cut, not only a crash; one fsync a
+        // batch of deliveries (see `queue::sqlite_writer`).
+        .synchronous(SqliteSynchronous::Full)
         .busy_timeout(SQLITE_BUSY_TIMEOUT)
         .foreign_keys(true);
     // An in-memory database lives as long as its one connection.

@@ -760,4 +760,3 @@ async fn a_bad_url_is_a_clear_error_without_its_password() {
         }
     }
 }
-
