@@ -6,17 +6,18 @@
 //! is flagged (`superseded_by`) instead, so its worker can skip posting; if it comes back to the
 //! queue it is superseded then.
 //!
-//! Every claim and every enqueue is one write transaction. SQLite serialises them (`BEGIN
-//! IMMEDIATE`); PostgreSQL locks the picked job (`FOR UPDATE SKIP LOCKED`) and the PR's row in
-//! `pulls` (enqueue), and a partial unique index keeps one running job a PR whatever happens.
+//! Every claim and every enqueue is one write transaction. On SQLite the writes of a process
+//! take turns (a gate, then `BEGIN IMMEDIATE`, so none hits SQLITE_BUSY), and deliveries go
+//! through one writer task that commits them in batches. PostgreSQL locks the picked job (`FOR
+//! UPDATE SKIP LOCKED`) and the PR's row in `pulls` (enqueue), and on both a partial unique
+//! index keeps one running job a PR whatever happens.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::sqlite::SqlitePool;
-use tokio::sync::{mpsc, oneshot};
-
 use sqlx::{Pool, Postgres, Row, Sqlite};
+use tokio::sync::{mpsc, oneshot};
 
 use super::{Db, Dialect, Scope, Store, StoreError, millis, now_ms, to_i64};
 use crate::flow::request::ReviewRequest;
