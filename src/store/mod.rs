@@ -6,6 +6,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sqlx::migrate::{MigrateError, Migrator};
@@ -42,6 +43,8 @@ static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
 const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a caller waits for a pooled connection (and `connect` for the first one).
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Deliveries that may wait for SQLite's writer before senders wait too.
+const INTAKE_QUEUE: usize = 1024;
 /// The default bound on attempts for a job whose workers keep dying (see [`Store::claim`]).
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 
@@ -50,6 +53,12 @@ pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 pub struct Store {
     db: Db,
     max_attempts: u32,
+    /// SQLite only: this process's writers queue here, in order, instead of polling SQLite's
+    /// write lock (its busy handler sleeps up to 100 ms a try, which a webhook's latency
+    /// cannot afford). Another process on the same file still waits on the busy timeout.
+    write_gate: Option<Arc<tokio::sync::Mutex<()>>>,
+    /// SQLite only: deliveries go to one writer task that commits them in batches.
+    intake: Option<tokio::sync::mpsc::Sender<queue::Intake>>,
 }
 
 #[derive(Clone)]
@@ -79,6 +88,8 @@ pub enum StoreError {
     Timeout { url: String, after: Duration },
     #[error("cannot migrate the store at {url}: {source}")]
     Migrate { url: String, source: MigrateError },
+    #[error("store write failed: {0}")]
+    Write(String),
     #[error("store query failed: {0}")]
     Query(#[from] sqlx::Error),
     #[error("the store holds an unreadable {what}: {reason}")]
@@ -104,9 +115,20 @@ impl Store {
             Db::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await,
         };
         migrated.map_err(|source| StoreError::Migrate { url: shown, source })?;
+        let (write_gate, intake) = match &db {
+            Db::Sqlite(pool) => {
+                let gate = Arc::new(tokio::sync::Mutex::new(()));
+                let (intake, queued) = tokio::sync::mpsc::channel(INTAKE_QUEUE);
+                tokio::spawn(queue::sqlite_writer(pool.clone(), gate.clone(), queued));
+                (Some(gate), Some(intake))
+            }
+            Db::Postgres(_) => (None, None),
+        };
         Ok(Store {
             db,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
+            write_gate,
+            intake,
         })
     }
 
@@ -116,6 +138,14 @@ impl Store {
     pub fn with_max_attempts(mut self, max_attempts: u32) -> Store {
         self.max_attempts = max_attempts.max(1);
         self
+    }
+
+    /// Held for the length of a write (see `write_gate`); `None` on PostgreSQL.
+    pub(crate) async fn write_turn(&self) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        match &self.write_gate {
+            Some(gate) => Some(gate.clone().lock_owned().await),
+            None => None,
+        }
     }
 
     /// `sqlite` or `postgres`.
@@ -148,7 +178,9 @@ async fn connect_sqlite(url: &str, shown: &str) -> Result<SqlitePool, StoreError
         })?
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(SqliteSynchronous::Normal)
+        // FULL: a delivery answered 2xx survives a power cut, not only a crash; one fsync a
+        // batch of deliveries (see `queue::sqlite_writer`).
+        .synchronous(SqliteSynchronous::Full)
         .busy_timeout(SQLITE_BUSY_TIMEOUT)
         .foreign_keys(true);
     // An in-memory database lives as long as its one connection.

@@ -6,15 +6,20 @@
 //! is flagged (`superseded_by`) instead, so its worker can skip posting; if it comes back to the
 //! queue it is superseded then.
 //!
-//! Every claim and every enqueue is one write transaction. SQLite serialises them (`BEGIN
-//! IMMEDIATE`); PostgreSQL locks the picked job (`FOR UPDATE SKIP LOCKED`) and the PR's row in
-//! `pulls` (enqueue), and a partial unique index keeps one running job a PR whatever happens.
+//! Every claim and every enqueue is one write transaction. On SQLite the writes of a process
+//! take turns (a gate, then `BEGIN IMMEDIATE`, so none hits SQLITE_BUSY), and deliveries go
+//! through one writer task that commits them in batches. PostgreSQL locks the picked job (`FOR
+//! UPDATE SKIP LOCKED`) and the PR's row in `pulls` (enqueue), and on both a partial unique
+//! index keeps one running job a PR whatever happens.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use sqlx::sqlite::SqlitePool;
 use sqlx::{Pool, Postgres, Row, Sqlite};
+use tokio::sync::{mpsc, oneshot};
 
-use super::{Dialect, Scope, Store, StoreError, millis, now_ms, to_i64};
+use super::{Db, Dialect, Scope, Store, StoreError, millis, now_ms, to_i64};
 use crate::flow::request::ReviewRequest;
 use crate::github::model::RepoName;
 use crate::ids::{DeliveryId, JobId, PrNumber};
@@ -179,7 +184,8 @@ macro_rules! held_by_caller {
 
 /// `UPDATE jobs SET $set` on a job the caller holds, `$extra` bound from `$4`; the rows changed.
 macro_rules! holder_update {
-    ($store:expr, $job:expr, $worker:expr, $set:literal $(, $extra:expr)* $(,)?) => {
+    ($store:expr, $job:expr, $worker:expr, $set:literal $(, $extra:expr)* $(,)?) => {{
+        let _turn = $store.write_turn().await;
         on_pool!(&$store.db, pool => {
             sqlx::query(concat!("UPDATE jobs SET ", $set, held_by_caller!()))
                 .bind($job.id.0)
@@ -190,6 +196,110 @@ macro_rules! holder_update {
                 .await?
                 .rows_affected()
         })
+    }};
+}
+
+/// One delivery's writes inside the transaction `$tx` (the caller commits): a future of the
+/// [`Accepted`]. A macro, so that one text serves both databases' transactions.
+macro_rules! accept_in_tx {
+    ($tx:ident, $delivery:expr, $request:expr, $payload:expr, $now:expr) => {
+        async {
+            let (delivery, now): (&NewDelivery, i64) = ($delivery, $now);
+            let fresh: Option<String> = sqlx::query_scalar(
+                "INSERT INTO deliveries (id, event, action, received_at, outcome) \
+                 VALUES ($1, $2, $3, $4, 'stored') ON CONFLICT (id) DO NOTHING RETURNING id",
+            )
+            .bind(delivery.id.as_str())
+            .bind(&delivery.event)
+            .bind(delivery.action.as_deref())
+            .bind(now)
+            .fetch_optional(&mut *$tx)
+            .await?;
+            if fresh.is_none() {
+                // Nothing was written.
+                return Ok(Accepted::Duplicate);
+            }
+            let (Some(request), Some(payload)) = ($request, $payload) else {
+                return Ok(Accepted::Stored);
+            };
+            let repo = request.repo.to_string();
+            let pr = to_i64(request.pr.0);
+            let head = request.head.as_ref().map(|h| h.as_str());
+            // Locks the PR's row until commit: concurrent enqueues for one PR take turns.
+            sqlx::query(
+                "INSERT INTO pulls (repo, pr, last_request_at) VALUES ($1, $2, $3) \
+                 ON CONFLICT (repo, pr) DO UPDATE SET last_request_at = excluded.last_request_at",
+            )
+            .bind(&repo)
+            .bind(pr)
+            .bind(now)
+            .execute(&mut *$tx)
+            .await?;
+            let same_head: Option<i64> = if request.force {
+                None
+            } else {
+                sqlx::query_scalar(
+                    "SELECT id FROM jobs WHERE repo = $1 AND pr = $2 \
+                     AND state IN ('queued', 'running') AND superseded_by IS NULL \
+                     AND (head = $3 OR (head IS NULL AND $3 IS NULL)) ORDER BY id LIMIT 1",
+                )
+                .bind(&repo)
+                .bind(pr)
+                .bind(head)
+                .fetch_optional(&mut *$tx)
+                .await?
+            };
+            let accepted = if let Some(into) = same_head {
+                Accepted::Coalesced { into: JobId(into) }
+            } else {
+                let job: i64 = sqlx::query_scalar(
+                    "INSERT INTO jobs (delivery_id, repo, pr, head, forced, request, state, \
+                                       run_after, created_at, updated_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $7, $7) RETURNING id",
+                )
+                .bind(delivery.id.as_str())
+                .bind(&repo)
+                .bind(pr)
+                .bind(head)
+                .bind(request.force)
+                .bind(&payload)
+                .bind(now)
+                .fetch_one(&mut *$tx)
+                .await?;
+                let mut superseded = Vec::new();
+                if head.is_some() {
+                    let rows = sqlx::query(
+                        "UPDATE jobs SET superseded_by = $3, updated_at = $5, \
+                           state = CASE WHEN state = 'queued' THEN 'superseded' ELSE state END \
+                         WHERE repo = $1 AND pr = $2 AND id <> $3 AND superseded_by IS NULL \
+                           AND state IN ('queued', 'running') AND (head IS NULL OR head <> $4) \
+                         RETURNING id, state",
+                    )
+                    .bind(&repo)
+                    .bind(pr)
+                    .bind(job)
+                    .bind(head)
+                    .bind(now)
+                    .fetch_all(&mut *$tx)
+                    .await?;
+                    for row in rows {
+                        let state: String = row.try_get("state")?;
+                        if state == JobState::Superseded.as_str() {
+                            superseded.push(JobId(row.try_get("id")?));
+                        }
+                    }
+                    superseded.sort();
+                }
+                Accepted::Enqueued { job: JobId(job), superseded }
+            };
+            sqlx::query("UPDATE deliveries SET outcome = $2, job_id = $3 WHERE id = $1")
+                .bind(delivery.id.as_str())
+                .bind(accepted.outcome())
+                .bind(accepted.job().map(|j| j.0))
+                .execute(&mut *$tx)
+                .await?;
+            Ok::<Accepted, StoreError>(accepted)
+        }
     };
 }
 
@@ -211,113 +321,26 @@ impl Store {
         delivery: &NewDelivery,
         request: Option<&ReviewRequest>,
     ) -> Result<Accepted, StoreError> {
-        let now = now_ms();
-        let payload = request
-            .map(serde_json::to_string)
-            .transpose()
-            .map_err(|e| StoreError::Corrupt {
-                what: "review request".into(),
-                reason: e.to_string(),
-            })?;
-        on_pool!(&self.db, pool => {
-            let mut tx = pool.begin_write().await?;
-            let fresh: Option<String> = sqlx::query_scalar(
-                "INSERT INTO deliveries (id, event, action, received_at, outcome) \
-                 VALUES ($1, $2, $3, $4, 'stored') ON CONFLICT (id) DO NOTHING RETURNING id",
-            )
-            .bind(delivery.id.as_str())
-            .bind(&delivery.event)
-            .bind(delivery.action.as_deref())
-            .bind(now)
-            .fetch_optional(&mut *tx)
-            .await?;
-            if fresh.is_none() {
-                tx.rollback().await?;
-                return Ok(Accepted::Duplicate);
+        match (&self.db, &self.intake) {
+            (Db::Sqlite(_), Some(intake)) => {
+                let (reply, answer) = oneshot::channel();
+                let item = Intake {
+                    delivery: delivery.clone(),
+                    request: request.cloned(),
+                    reply,
+                };
+                intake.send(item).await.map_err(|_| writer_gone())?;
+                answer.await.map_err(|_| writer_gone())?
             }
-            let (Some(request), Some(payload)) = (request, payload) else {
+            (Db::Postgres(pool), _) => {
+                let payload = payload_of(request)?;
+                let mut tx = pool.begin_write().await?;
+                let accepted = accept_in_tx!(tx, delivery, request, payload, now_ms()).await?;
                 tx.commit().await?;
-                return Ok(Accepted::Stored);
-            };
-            let repo = request.repo.to_string();
-            let pr = to_i64(request.pr.0);
-            let head = request.head.as_ref().map(|h| h.as_str());
-            // Locks the PR's row until commit: concurrent enqueues for one PR take turns.
-            sqlx::query(
-                "INSERT INTO pulls (repo, pr, last_request_at) VALUES ($1, $2, $3) \
-                 ON CONFLICT (repo, pr) DO UPDATE SET last_request_at = excluded.last_request_at",
-            )
-            .bind(&repo)
-            .bind(pr)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-            let same_head: Option<i64> = if request.force {
-                None
-            } else {
-                sqlx::query_scalar(
-                    "SELECT id FROM jobs WHERE repo = $1 AND pr = $2 \
-                     AND state IN ('queued', 'running') AND superseded_by IS NULL \
-                     AND (head = $3 OR (head IS NULL AND $3 IS NULL)) ORDER BY id LIMIT 1",
-                )
-                .bind(&repo)
-                .bind(pr)
-                .bind(head)
-                .fetch_optional(&mut *tx)
-                .await?
-            };
-            let accepted = if let Some(into) = same_head {
-                Accepted::Coalesced { into: JobId(into) }
-            } else {
-                let job: i64 = sqlx::query_scalar(
-                    "INSERT INTO jobs (delivery_id, repo, pr, head, forced, request, state, \
-                                       run_after, created_at, updated_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $7, $7) RETURNING id",
-                )
-                .bind(delivery.id.as_str())
-                .bind(&repo)
-                .bind(pr)
-                .bind(head)
-                .bind(request.force)
-                .bind(&payload)
-                .bind(now)
-                .fetch_one(&mut *tx)
-                .await?;
-                let mut superseded = Vec::new();
-                if head.is_some() {
-                    let rows = sqlx::query(
-                        "UPDATE jobs SET superseded_by = $3, updated_at = $5, \
-                           state = CASE WHEN state = 'queued' THEN 'superseded' ELSE state END \
-                         WHERE repo = $1 AND pr = $2 AND id <> $3 AND superseded_by IS NULL \
-                           AND state IN ('queued', 'running') AND (head IS NULL OR head <> $4) \
-                         RETURNING id, state",
-                    )
-                    .bind(&repo)
-                    .bind(pr)
-                    .bind(job)
-                    .bind(head)
-                    .bind(now)
-                    .fetch_all(&mut *tx)
-                    .await?;
-                    for row in rows {
-                        let state: String = row.try_get("state")?;
-                        if state == JobState::Superseded.as_str() {
-                            superseded.push(JobId(row.try_get("id")?));
-                        }
-                    }
-                    superseded.sort();
-                }
-                Accepted::Enqueued { job: JobId(job), superseded }
-            };
-            sqlx::query("UPDATE deliveries SET outcome = $2, job_id = $3 WHERE id = $1")
-                .bind(delivery.id.as_str())
-                .bind(accepted.outcome())
-                .bind(accepted.job().map(|j| j.0))
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            Ok(accepted)
-        })
+                Ok(accepted)
+            }
+            (Db::Sqlite(_), None) => Err(writer_gone()),
+        }
     }
 
     /// Claims the oldest runnable job for `worker`, with a lease of `lease`: a queued job that is
@@ -338,6 +361,7 @@ impl Store {
     async fn claim_step(&self, worker: &str, lease: Duration) -> Result<Step, StoreError> {
         let now = now_ms();
         let max_attempts = i64::from(self.max_attempts);
+        let _turn = self.write_turn().await;
         on_pool!(&self.db, pool => {
             let mut tx = pool.begin_write().await?;
             let sql = candidate_sql(pool);
@@ -480,6 +504,7 @@ impl Store {
         retry_after: Duration,
     ) -> Result<Option<JobState>, StoreError> {
         let now = now_ms();
+        let _turn = self.write_turn().await;
         let state: Option<String> = on_pool!(&self.db, pool => {
             sqlx::query_scalar(concat!(
                 "UPDATE jobs SET \
@@ -618,4 +643,68 @@ impl Store {
 
 fn is_unique_violation(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+fn payload_of(request: Option<&ReviewRequest>) -> Result<Option<String>, StoreError> {
+    request
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(|e| StoreError::Corrupt {
+            what: "review request".into(),
+            reason: e.to_string(),
+        })
+}
+
+fn writer_gone() -> StoreError {
+    StoreError::Write("the store's writer has stopped".into())
+}
+
+/// A delivery waiting for SQLite's writer.
+pub(crate) struct Intake {
+    delivery: NewDelivery,
+    request: Option<ReviewRequest>,
+    reply: oneshot::Sender<Result<Accepted, StoreError>>,
+}
+
+/// Deliveries written together, at most, in one SQLite transaction.
+const BATCH: usize = 128;
+
+/// SQLite's one writer of deliveries: it takes whatever has queued up and writes it in one
+/// transaction (a commit a batch, not a commit a delivery), each delivery in arrival order as
+/// if alone. If the transaction fails, every delivery in it is answered with the error (its
+/// webhook gets a 5xx and is redelivered). Ends when every [`Store`] is dropped.
+pub(crate) async fn sqlite_writer(
+    pool: SqlitePool,
+    gate: Arc<tokio::sync::Mutex<()>>,
+    mut intake: mpsc::Receiver<Intake>,
+) {
+    let mut batch = Vec::with_capacity(BATCH);
+    while intake.recv_many(&mut batch, BATCH).await > 0 {
+        let _turn = gate.lock().await;
+        match write_batch(&pool, &batch).await {
+            Ok(accepted) => {
+                for (item, accepted) in batch.drain(..).zip(accepted) {
+                    let _ = item.reply.send(Ok(accepted));
+                }
+            }
+            Err(e) => {
+                let message = e.to_string();
+                for item in batch.drain(..) {
+                    let _ = item.reply.send(Err(StoreError::Write(message.clone())));
+                }
+            }
+        }
+    }
+}
+
+async fn write_batch(pool: &SqlitePool, batch: &[Intake]) -> Result<Vec<Accepted>, StoreError> {
+    let mut tx = pool.begin_write().await?;
+    let mut accepted = Vec::with_capacity(batch.len());
+    for item in batch {
+        let request = item.request.as_ref();
+        let payload = payload_of(request)?;
+        accepted.push(accept_in_tx!(tx, &item.delivery, request, payload, now_ms()).await?);
+    }
+    tx.commit().await?;
+    Ok(accepted)
 }

@@ -79,6 +79,7 @@ impl LensRunRecord {
 
 impl Store {
     pub async fn record_round(&self, round: &RoundRecord) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
         on_pool!(&self.db, pool => {
             sqlx::query(
                 "INSERT INTO rounds (job_id, repo, pr, head, round, posted, blocking, advisory, \
@@ -103,6 +104,7 @@ impl Store {
     }
 
     pub async fn record_lens_run(&self, run: &LensRunRecord) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
         on_pool!(&self.db, pool => {
             sqlx::query(
                 "INSERT INTO lens_runs (job_id, round, lens, requested_backend, actual_backend, \
@@ -245,5 +247,57 @@ fn corrupt(what: &str, value: &str) -> StoreError {
     StoreError::Corrupt {
         what: what.to_owned(),
         reason: format!("{value:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lens::{BackendKind, Usage};
+
+    #[test]
+    fn a_lens_run_is_recorded_from_its_provenance() {
+        let run = Provenance {
+            lens: LensName::new("claude"),
+            requested_backend: BackendKind::ClaudeCli,
+            actual_backend: BackendKind::Anthropic,
+            auth_class: AuthClass::Api,
+            model: Some("claude-sonnet-4-5".into()),
+            fallback_source: Some(BackendKind::ClaudeCli),
+            status: LensStatus::Failed,
+            error: Some("timed out".into()),
+            latency_ms: 42,
+            usage: Some(Usage {
+                input_tokens: 10,
+                output_tokens: 2,
+            }),
+            cost_usd: Some(0.5),
+            calls: None,
+        };
+        let record = LensRunRecord::new(JobId(3), Some(2), &run);
+        assert_eq!(
+            (
+                record.requested_backend.as_str(),
+                record.actual_backend.as_str(),
+                record.auth_class.as_str(),
+                record.fallback_source.as_deref(),
+                record.status.as_str(),
+            ),
+            (
+                "claude-cli",
+                "anthropic",
+                "api",
+                Some("claude-cli"),
+                "failed"
+            )
+        );
+        assert_eq!(
+            (record.input_tokens, record.output_tokens),
+            (Some(10), Some(2))
+        );
+        assert_eq!(
+            (record.job, record.round, record.latency_ms),
+            (JobId(3), Some(2), 42)
+        );
     }
 }

@@ -63,6 +63,7 @@ on_both!(
     concurrent_claimers_take_each_job_once,
     migrations_are_idempotent,
     rounds_and_lens_runs_are_recorded,
+    a_closed_store_answers_with_errors,
 );
 
 async fn on_sqlite<F, Fut>(body: F)
@@ -695,6 +696,24 @@ async fn rounds_and_lens_runs_are_recorded(db: TestDb) {
     assert_eq!(ids, vec![id, later]);
     assert_eq!(jobs[0].state, JobState::Superseded);
     assert!(store.lens_runs_for(JobId(9_999)).await.unwrap().is_empty());
+}
+
+async fn a_closed_store_answers_with_errors(db: TestDb) {
+    let store = db.store.clone();
+    let id = enqueued(&enqueue(&store, &request(1, 'a', false)).await);
+    store.close().await;
+    let answers = async {
+        let accepted = store.accept_delivery(&delivery("late-1"), None).await;
+        (accepted, store.claim("w1", LONG).await, store.ping().await)
+    };
+    let (accepted, claimed, ping) = tokio::time::timeout(Duration::from_secs(20), answers)
+        .await
+        .expect("answers, not a hang");
+    assert!(accepted.is_err() && claimed.is_err() && ping.is_err());
+    // Nothing was lost: the job is there on the next start.
+    let again = db.reconnect().await;
+    assert_eq!(state(&again, id).await, JobState::Queued);
+    assert_eq!(again.delivery_count().await.unwrap(), 1);
 }
 
 #[tokio::test]
