@@ -40,6 +40,15 @@ enum Command {
     Review(ReviewArgs),
     /// Check that the configured lenses and GitHub access can work, without a billed call.
     Doctor(DoctorArgs),
+    /// Run the GitHub App: answer webhooks, queue rounds durably, review and post.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Config file (default: $REVIEWBOT_CONFIG, else ./reviewbot.toml).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -141,7 +150,6 @@ impl CliError {
 }
 
 pub fn main() -> ExitCode {
-    init_logging();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -150,6 +158,10 @@ pub fn main() -> ExitCode {
             return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
         }
     };
+    match &cli.command {
+        Command::Serve(_) => init_service_logging(),
+        _ => init_logging(),
+    }
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -163,7 +175,28 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
     match cli.command {
         Command::Review(args) => review(args),
         Command::Doctor(args) => doctor(args),
+        Command::Serve(args) => serve(args),
     }
+}
+
+/// `reviewbot serve`: exit 2 for a configuration problem (the config file, a missing secret or
+/// key), 3 when the store or GitHub cannot be reached at start; 0 after SIGTERM.
+fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
+    let path = config::locate(args.config.as_deref());
+    let config = match &path {
+        Some(p) => Config::load(p).map_err(|e| CliError::Usage(e.to_string()))?,
+        None => Config::default(),
+    };
+    let env = crate::server::serve::ServeEnv::from_vars(|name| std::env::var(name).ok())
+        .map_err(|e| CliError::Usage(format!("{e:#}")))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Runtime(format!("cannot start the async runtime: {e}")))?;
+    runtime
+        .block_on(crate::server::serve::serve(config, env))
+        .map_err(|e| CliError::Runtime(crate::redact::redact(&format!("{e:#}")).into_owned()))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `reviewbot doctor`: one line per check, exit 3 when any fails.
@@ -464,13 +497,27 @@ fn io_reason(e: &std::io::Error) -> String {
 }
 
 /// Logs go to stderr, quiet by default (`RUST_LOG=reviewbot=info` shows each lens's provenance).
+/// Only reviewbot's own lines by default: a dependency's (`ERROR octocrab: …`) would repeat, in
+/// other words, what reviewbot's own message says.
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("reviewbot=warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}
+
+/// `serve` logs JSON lines on stderr (one object a line, with the job and delivery spans),
+/// `reviewbot=info` by default.
+fn init_service_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("reviewbot=info"));
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
         .try_init();
 }
 

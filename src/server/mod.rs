@@ -15,9 +15,13 @@ use axum::routing::{get, post};
 use crate::flow::request::ReviewRequest;
 use crate::ids::{DeliveryId, JobId};
 
+pub mod job;
 pub mod metrics;
+pub mod serve;
 pub mod signature;
+pub mod store_intake;
 mod webhook;
+pub mod worker;
 
 pub use metrics::Metrics;
 pub use signature::WebhookSecrets;

@@ -7,4 +7,5 @@ mod cli;
 mod fake_github;
 mod intake;
 mod pr;
+mod serve;
 mod store;

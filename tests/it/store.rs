@@ -78,7 +78,7 @@ where
 }
 
 /// The server's URL, or `None` (said on stderr) outside CI; under CI a missing URL fails.
-fn postgres_url() -> Option<String> {
+pub(crate) fn postgres_url() -> Option<String> {
     match std::env::var("REVIEWBOT_TEST_POSTGRES_URL") {
         Ok(url) if !url.trim().is_empty() => Some(url),
         _ if std::env::var_os("CI").is_some() => {
@@ -134,7 +134,7 @@ where
 }
 
 /// `url` with its database replaced by `name`.
-fn with_database(url: &str, name: &str) -> String {
+pub(crate) fn with_database(url: &str, name: &str) -> String {
     let (scheme, rest) = url.split_once("://").expect("a postgres:// URL");
     let (base, query) = match rest.split_once('?') {
         Some((base, query)) => (base, format!("?{query}")),

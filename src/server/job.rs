@@ -1,0 +1,141 @@
+//! One job of the App: the shared review flow, run with the job's installation token, and the
+//! `record` stage (rounds and lens runs into the store, counts into the metrics).
+
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::flow::{self, FlowCtx, FlowOutcome};
+use crate::github::app::GithubApp;
+use crate::github::client::ClientLimits;
+use crate::lens::LensStatus;
+use crate::review::panel::{NoProgress, Panel, SubscriptionSlots};
+use crate::server::Metrics;
+use crate::server::worker::{JobEnd, JobRunner};
+use crate::store::{Job, LensRunRecord, RoundRecord, Store};
+
+/// Runs jobs through [`flow::review_pr`].
+pub struct FlowRunner {
+    config: Config,
+    app: Arc<GithubApp>,
+    own_login: String,
+    limits: ClientLimits,
+    store: Store,
+    metrics: Arc<Metrics>,
+    /// The lens credentials, read once at start, and one subscription cap for the whole
+    /// process, whatever the number of workers.
+    panel: Panel,
+}
+
+impl FlowRunner {
+    pub fn new(
+        config: Config,
+        app: Arc<GithubApp>,
+        own_login: String,
+        limits: ClientLimits,
+        store: Store,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let slots = SubscriptionSlots::new(config.limits.subscription_concurrency);
+        let mut panel = Panel::from_env(slots.clone(), true);
+        // The billing warning and other panel notices go to the log, not a terminal.
+        panel.notices = Arc::new(|line: &str| tracing::warn!("{line}"));
+        Self {
+            config,
+            app,
+            own_login,
+            limits,
+            store,
+            metrics,
+            panel,
+        }
+    }
+
+    async fn record(&self, job: &Job, outcome: &FlowOutcome) {
+        for report in &outcome.reports {
+            let verdict = report.verdict();
+            let round = RoundRecord {
+                job: job.id,
+                repo: job.request.repo.clone(),
+                pr: job.request.pr,
+                head: Some(outcome.head.clone()),
+                round: report.round,
+                posted: report.posted,
+                blocking: verdict.blocking as u32,
+                advisory: verdict.advisory as u32,
+                review_id: None,
+                skipped: report.skipped.as_ref().map(|s| s.as_str().to_owned()),
+            };
+            if let Err(e) = self.store.record_round(&round).await {
+                tracing::error!(error = %e, "recording the round failed");
+            }
+            if report.posted {
+                self.metrics.round_posted();
+            }
+            for run in &report.lenses {
+                let record = LensRunRecord::new(job.id, report.round, run);
+                if let Err(e) = self.store.record_lens_run(&record).await {
+                    tracing::error!(error = %e, "recording a lens run failed");
+                }
+                let status = match run.status {
+                    LensStatus::Ok => "ok",
+                    LensStatus::Failed => "failed",
+                };
+                let (input, output) = run
+                    .usage
+                    .map_or((0, 0), |u| (u.input_tokens, u.output_tokens));
+                self.metrics.lens_run(
+                    run.lens.as_str(),
+                    status,
+                    run.latency_ms as f64 / 1000.0,
+                    input,
+                    output,
+                );
+            }
+        }
+    }
+}
+
+impl JobRunner for FlowRunner {
+    async fn run(&self, job: Job) -> JobEnd {
+        let Some(installation) = job.request.installation else {
+            return JobEnd::Done("not reviewed: the delivery named no installation".to_owned());
+        };
+        let github = self
+            .app
+            .installation_client(installation, self.limits.clone());
+        let mut config = self.config.clone();
+        // Only reviewbot's own reviews count as rounds.
+        config.github.bot_login = Some(self.own_login.clone());
+        let ctx = FlowCtx {
+            github: &github,
+            has_token: true,
+            config: &config,
+            panel: &self.panel,
+            observer: &NoProgress,
+        };
+        match flow::review_pr(&ctx, &job.request).await {
+            Ok(outcome) => {
+                for notice in &outcome.notices {
+                    tracing::info!(notice = %notice, "round");
+                }
+                self.record(&job, &outcome).await;
+                JobEnd::Done(summary(&outcome))
+            }
+            Err(e) => JobEnd::Failed(e.to_string()),
+        }
+    }
+}
+
+/// The job's outcome in a few words, as the store keeps it.
+fn summary(outcome: &FlowOutcome) -> String {
+    let mut parts = Vec::new();
+    for r in &outcome.reports {
+        parts.push(match (&r.skipped, r.round, r.posted) {
+            (Some(why), _, _) => format!("skipped: {}", why.as_str()),
+            (None, Some(n), true) => format!("round {n} posted"),
+            (None, Some(n), false) => format!("round {n} not posted"),
+            (None, None, _) => "no round".to_owned(),
+        });
+    }
+    format!("{} (head {})", parts.join("; "), outcome.head.short())
+}

@@ -1,0 +1,745 @@
+//! `reviewbot serve` end to end: the real binary, signed real webhook payloads over TCP, the
+//! stateful fake GitHub with the App (JWTs verified, installation tokens minted), and a real
+//! store — SQLite in a temp dir, and PostgreSQL for the replica test.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::fake_github::{FakeGithub, FileSpec, KeyForm, PrSpec, sha, test_key};
+
+const APP_ID: u64 = 4242;
+const SLUG: &str = "reviewbot-test";
+const BOT: &str = "reviewbot-test[bot]";
+const INSTALLATION: u64 = 77;
+const REPO: &str = "octo/app";
+const PR: u64 = 7;
+const SECRET: &str = "webhook-secret-one";
+const OLD_SECRET: &str = "webhook-secret-old";
+
+/// A patch with a Python `breakpoint()` the builtin lens flags (blocking).
+const PY_PATCH: &str =
+    "@@ -10,3 +10,4 @@ def work():\n     x = load()\n+    breakpoint()\n     return x\n \n";
+/// The next push: a leftover `pdb` import on another line.
+const PY_PATCH_2: &str = "@@ -10,3 +10,5 @@ def work():\n     x = load()\n+    breakpoint()\n+    import pdb; pdb.set_trace()\n     return x\n \n";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A fake with the App installed and PR #7 (one Python file).
+fn world() -> FakeGithub {
+    let fake = FakeGithub::start();
+    fake.add_app(APP_ID, SLUG, &test_key(KeyForm::Pkcs1).public_pem)
+        .add_installation(INSTALLATION)
+        .add_pr(
+            REPO,
+            PrSpec {
+                number: PR,
+                files: vec![FileSpec::modified("app/work.py", PY_PATCH)],
+                ..PrSpec::default()
+            },
+        );
+    fake
+}
+
+/// A scratch directory with a config and (by default) a SQLite database.
+struct Site {
+    dir: tempfile::TempDir,
+    db: String,
+}
+
+impl Site {
+    fn new(config: &str) -> Site {
+        let dir = tempfile::tempdir().unwrap();
+        let db = format!("sqlite://{}", dir.path().join("reviewbot.db").display());
+        Site::with_db(dir, db, config)
+    }
+
+    fn with_db(dir: tempfile::TempDir, db: String, config: &str) -> Site {
+        let cfg = format!(
+            "[github]\nmax_rate_limit_wait = \"10s\"\nrate_limit_floor = \"1s\"\n\n{config}"
+        );
+        std::fs::write(dir.path().join("reviewbot.toml"), cfg).unwrap();
+        Site { dir, db }
+    }
+
+    fn config(&self) -> PathBuf {
+        self.dir.path().join("reviewbot.toml")
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+/// A running `reviewbot serve`; killed when dropped.
+struct Serve {
+    child: Option<Child>,
+    addr: SocketAddr,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Serve {
+    fn start(site: &Site, fake: &FakeGithub) -> Serve {
+        Serve::start_with(site, fake, &[("REVIEWBOT_WEBHOOK_SECRET", SECRET)])
+    }
+
+    fn start_with(site: &Site, fake: &FakeGithub, env: &[(&str, &str)]) -> Serve {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_reviewbot"));
+        cmd.arg("serve")
+            .arg("--config")
+            .arg(site.config())
+            .current_dir(site.dir.path())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("RUST_LOG", "reviewbot=debug")
+            .env("REVIEWBOT_LISTEN", "127.0.0.1:0")
+            .env("REVIEWBOT_DATABASE_URL", &site.db)
+            .env("GITHUB_API_URL", fake.url())
+            .env("REVIEWBOT_APP_ID", APP_ID.to_string())
+            .env(
+                "REVIEWBOT_PRIVATE_KEY",
+                &test_key(KeyForm::Pkcs1).private_pem,
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn reviewbot serve");
+        let stderr = child.stderr.take().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        {
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || {
+                let mut tx = Some(tx);
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    if let Some(addr) = listening_addr(&line)
+                        && let Some(tx) = tx.take()
+                    {
+                        let _ = tx.send(addr);
+                    }
+                    log.lock().unwrap().push(line);
+                }
+            });
+        }
+        let addr = match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(addr) => addr,
+            Err(_) => {
+                let _ = child.kill();
+                panic!(
+                    "serve did not start listening:\n{}",
+                    log.lock().unwrap().join("\n")
+                );
+            }
+        };
+        Serve {
+            child: Some(child),
+            addr,
+            log,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+
+    /// Sends `signal` and waits for the exit, at most `limit`; the time it took.
+    fn signal_and_wait(&mut self, signal: nix::sys::signal::Signal, limit: Duration) -> Duration {
+        let mut child = self.child.take().expect("running");
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let start = Instant::now();
+        nix::sys::signal::kill(pid, signal).unwrap();
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                let took = start.elapsed();
+                if signal == nix::sys::signal::Signal::SIGTERM {
+                    assert!(
+                        status.success(),
+                        "serve exited with {status}:\n{}",
+                        self.log()
+                    );
+                }
+                return took;
+            }
+            if start.elapsed() > limit {
+                let _ = child.kill();
+                panic!(
+                    "serve did not exit within {limit:?} of {signal}:\n{}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The address from serve's "listening" log line (JSON).
+fn listening_addr(line: &str) -> Option<SocketAddr> {
+    let v: Value = serde_json::from_str(line).ok()?;
+    let fields = v.get("fields")?;
+    (fields.get("message")?.as_str()? == "listening")
+        .then(|| fields.get("addr")?.as_str()?.parse().ok())
+        .flatten()
+}
+
+fn sign(secret: &str, body: &[u8]) -> String {
+    use hmac::{Hmac, Mac};
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(body);
+    let hex: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha256={hex}")
+}
+
+/// A real fixture payload, pointed at our repository, PR, head and installation.
+fn payload(event: &str, name: &str, head: &str) -> Value {
+    let path = root().join(format!("fixtures/github-webhooks/{event}/{name}"));
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    v["repository"]["full_name"] = json!(REPO);
+    v["repository"]["name"] = json!("app");
+    v["repository"]["owner"]["login"] = json!("octo");
+    v["installation"] = json!({"id": INSTALLATION});
+    if v.get("pull_request").is_some() {
+        v["number"] = json!(PR);
+        v["pull_request"]["number"] = json!(PR);
+        v["pull_request"]["head"]["sha"] = json!(head);
+        v["pull_request"]["draft"] = json!(false);
+        v["pull_request"]["state"] = json!("open");
+    }
+    if v.get("issue").is_some() {
+        v["issue"]["number"] = json!(PR);
+    }
+    v
+}
+
+/// POSTs a delivery signed with `secret`; the status.
+async fn deliver(serve: &Serve, event: &str, id: &str, body: &Value, secret: &str) -> u16 {
+    let body = serde_json::to_vec(body).unwrap();
+    reqwest::Client::new()
+        .post(serve.url("/webhook"))
+        .header("X-GitHub-Event", event)
+        .header("X-GitHub-Delivery", id)
+        .header("X-Hub-Signature-256", sign(secret, &body))
+        .header("Content-Type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("delivery")
+        .status()
+        .as_u16()
+}
+
+/// Waits until `done` holds (at most `limit`).
+async fn until(limit: Duration, what: &str, mut done: impl FnMut() -> bool, serve: &Serve) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < limit,
+            "timed out waiting for {what}; serve log:\n{}",
+            serve.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until the store has no queued or running job.
+async fn settled(site: &Site, serve: &Serve) {
+    let store = reviewbot::store::Store::connect(&site.db).await.unwrap();
+    let start = Instant::now();
+    loop {
+        let states = store.jobs_by_state().await.unwrap();
+        let busy: i64 = states
+            .iter()
+            .filter(|(s, _)| matches!(s.as_str(), "queued" | "running"))
+            .map(|(_, n)| n)
+            .sum();
+        if busy == 0 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "jobs still busy: {states:?}\n{}",
+            serve.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    store.close().await;
+}
+
+fn bodies(fake: &FakeGithub) -> Vec<String> {
+    fake.reviews(REPO, PR)
+        .iter()
+        .map(|r| r["body"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn opened_posts_round_one_with_a_minted_installation_token() {
+    let fake = world();
+    let site = Site::new("");
+    let serve = Serve::start(&site, &fake);
+    let body = payload("pull_request", "opened.payload.json", &sha("head"));
+    assert_eq!(
+        deliver(&serve, "pull_request", "d-1", &body, SECRET).await,
+        202
+    );
+    until(
+        Duration::from_secs(30),
+        "round 1",
+        || !fake.reviews(REPO, PR).is_empty(),
+        &serve,
+    )
+    .await;
+    settled(&site, &serve).await;
+    let reviews = fake.reviews(REPO, PR);
+    assert_eq!(reviews.len(), 1);
+    assert_eq!(reviews[0]["user"]["login"], BOT);
+    assert_eq!(reviews[0]["commit_id"], sha("head"));
+    let body = reviews[0]["body"].as_str().unwrap();
+    assert!(body.starts_with("Round 1 — reviewed head "), "{body}");
+    assert!(body.contains("Verdict: 1 blocking, 0 advisory."), "{body}");
+    // The token was minted from a JWT the fake verified, once.
+    assert_eq!(fake.minted().len(), 1);
+    // Nothing in the log carries a token or the key.
+    let log = serve.log();
+    assert!(!log.contains(&fake.minted()[0].token), "token in the log");
+    assert!(!log.contains("PRIVATE KEY"), "key in the log");
+    assert!(!log.contains(SECRET), "secret in the log");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_same_delivery_three_times_is_one_round() {
+    let fake = world();
+    let site = Site::new("");
+    let serve = Serve::start(&site, &fake);
+    let body = payload("pull_request", "opened.payload.json", &sha("head"));
+    for _ in 0..3 {
+        let status = deliver(&serve, "pull_request", "dup-1", &body, SECRET).await;
+        assert!((200..300).contains(&status), "{status}");
+    }
+    until(
+        Duration::from_secs(30),
+        "round 1",
+        || !fake.reviews(REPO, PR).is_empty(),
+        &serve,
+    )
+    .await;
+    settled(&site, &serve).await;
+    assert_eq!(fake.reviews(REPO, PR).len(), 1);
+    let store = reviewbot::store::Store::connect(&site.db).await.unwrap();
+    assert_eq!(store.delivery_count().await.unwrap(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn synchronize_posts_round_two_on_the_new_head() {
+    let fake = world();
+    let site = Site::new("");
+    let serve = Serve::start(&site, &fake);
+    let opened = payload("pull_request", "opened.payload.json", &sha("head"));
+    assert_eq!(
+        deliver(&serve, "pull_request", "s-1", &opened, SECRET).await,
+        202
+    );
+    until(
+        Duration::from_secs(30),
+        "round 1",
+        || fake.reviews(REPO, PR).len() == 1,
+        &serve,
+    )
+    .await;
+    settled(&site, &serve).await;
+
+    fake.set_head(
+        REPO,
+        PR,
+        &sha("head2"),
+        vec![FileSpec::modified("app/work.py", PY_PATCH_2)],
+    );
+    let pushed = payload("pull_request", "synchronize.payload.json", &sha("head2"));
+    assert_eq!(
+        deliver(&serve, "pull_request", "s-2", &pushed, SECRET).await,
+        202
+    );
+    until(
+        Duration::from_secs(30),
+        "round 2",
+        || fake.reviews(REPO, PR).len() == 2,
+        &serve,
+    )
+    .await;
+    settled(&site, &serve).await;
+    let bodies = bodies(&fake);
+    assert!(
+        bodies[1].starts_with(&format!("Round 2 — reviewed head {}", &sha("head2")[..8])),
+        "{}",
+        bodies[1]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_trigger_label_asks_for_a_new_round_and_comes_off() {
+    let fake = world();
+    let site = Site::new("");
+    let serve = Serve::start(&site, &fake);
+    let opened = payload("pull_request", "opened.payload.json", &sha("head"));
+    deliver(&serve, "pull_request", "t-1", &opened, SECRET).await;
+    until(
+        Duration::from_secs(30),
+        "round 1",
+        || fake.reviews(REPO, PR).len() == 1,
+        &serve,
+    )
+    .await;
+    settled(&site, &serve).await;
+
+    fake.set_labels(REPO, PR, &["reviewbot:review"]);
+    let mut labeled = payload("pull_request", "labeled.payload.json", &sha("head"));
+    labeled["label"]["name"] = json!("reviewbot:review");
+    deliver(&serve, "pull_request", "t-2", &labeled, SECRET).await;
+    until(
+        Duration::from_secs(30),
+        "round 2",
+        || fake.reviews(REPO, PR).len() == 2,
+        &serve,
+    )
+    .await;
+    settled(&site, &serve).await;
+    assert!(
+        fake.labels(REPO, PR).is_empty(),
+        "{:?}",
+        fake.labels(REPO, PR)
+    );
+    // Another label on the same head asks for nothing.
+    fake.set_labels(REPO, PR, &["bug"]);
+    labeled["label"]["name"] = json!("bug");
+    deliver(&serve, "pull_request", "t-3", &labeled, SECRET).await;
+    settled(&site, &serve).await;
+    assert_eq!(fake.reviews(REPO, PR).len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn opt_out_and_drafts_get_no_round_until_ready() {
+    let fake = world();
+    let site = Site::new("");
+    let serve = Serve::start(&site, &fake);
+    // Opted out: nothing.
+    fake.set_labels(REPO, PR, &["reviewbot:no-review"]);
+    let opened = payload("pull_request", "opened.payload.json", &sha("head"));
+    deliver(&serve, "pull_request", "o-1", &opened, SECRET).await;
+    settled(&site, &serve).await;
+    assert!(fake.reviews(REPO, PR).is_empty());
+
+    // A draft: nothing, until ready_for_review.
+    fake.set_labels(REPO, PR, &[]);
+    fake.set_draft(REPO, PR, true);
+    let mut draft = payload("pull_request", "reopened.payload.json", &sha("head"));
+    draft["pull_request"]["draft"] = json!(true);
+    deliver(&serve, "pull_request", "o-2", &draft, SECRET).await;
+    settled(&site, &serve).await;
+    assert!(fake.reviews(REPO, PR).is_empty());
+
+    fake.set_draft(REPO, PR, false);
+    let ready = payload(
+        "pull_request",
+        "ready_for_review.payload.json",
+        &sha("head"),
+    );
+    deliver(&serve, "pull_request", "o-3", &ready, SECRET).await;
+    until(
+        Duration::from_secs(30),
+        "round 1",
+        || fake.reviews(REPO, PR).len() == 1,
+        &serve,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_review_command_needs_write_access() {
+    let fake = world();
+    fake.set_role(REPO, "reader", "read");
+    fake.set_role(REPO, "writer", "write");
+    let site = Site::new("");
+    let serve = Serve::start(&site, &fake);
+    let mut comment = payload(
+        "issue_comment",
+        "created.with-installation.payload.json",
+        &sha("head"),
+    );
+    comment["comment"]["body"] = json!("/reviewbot review");
+    comment["comment"]["user"]["login"] = json!("reader");
+    comment["sender"]["login"] = json!("reader");
+    comment["issue"]["pull_request"] = json!({"url": "x"});
+    deliver(&serve, "issue_comment", "c-1", &comment, SECRET).await;
+    settled(&site, &serve).await;
+    assert!(
+        fake.reviews(REPO, PR).is_empty(),
+        "a reader's command was obeyed"
+    );
+
+    comment["comment"]["user"]["login"] = json!("writer");
+    comment["sender"]["login"] = json!("writer");
+    deliver(&serve, "issue_comment", "c-2", &comment, SECRET).await;
+    until(
+        Duration::from_secs(30),
+        "a round",
+        || fake.reviews(REPO, PR).len() == 1,
+        &serve,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn either_of_two_secrets_is_accepted_and_a_wrong_one_is_401() {
+    let fake = world();
+    let site = Site::new("");
+    let both = format!("{SECRET},{OLD_SECRET}");
+    let serve = Serve::start_with(&site, &fake, &[("REVIEWBOT_WEBHOOK_SECRET", &both)]);
+    let ping = serde_json::from_str::<Value>(
+        &std::fs::read_to_string(root().join("fixtures/github-webhooks/ping/payload.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(deliver(&serve, "ping", "p-1", &ping, SECRET).await / 100, 2);
+    assert_eq!(
+        deliver(&serve, "ping", "p-2", &ping, OLD_SECRET).await / 100,
+        2
+    );
+    assert_eq!(deliver(&serve, "ping", "p-3", &ping, "wrong").await, 401);
+}
+
+/// A command lens that marks when it starts, sleeps, then reports one finding.
+fn slow_lens(site: &Site, secs: u32) -> String {
+    let script = site.path("slow.sh");
+    let started = site.path("started");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncat >/dev/null\necho run >> '{}'\nsleep {secs}\necho '{{\"findings\":[{{\"path\":\"app/work.py\",\"line\":11,\"severity\":\"advisory\",\"confidence\":\"high\",\"title\":\"Leftover breakpoint\",\"body\":\"Remove it.\"}}]}}'\n",
+            started.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!(
+        "[[lens]]\nname = \"slow\"\nbackend = \"command\"\nbin = \"{}\"\ntimeout = \"60s\"\n\n[review]\nlenses = [\"slow\"]\n",
+        script.display()
+    )
+}
+
+fn runs(site: &Site) -> usize {
+    std::fs::read_to_string(site.path("started"))
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigkill_while_a_lens_is_slow_then_a_restart_posts_exactly_once() {
+    let fake = world();
+    let site = Site::new("");
+    let config = format!(
+        "{}\n[serve]\nworkers = 1\nlease = \"2s\"\n",
+        slow_lens(&site, 3)
+    );
+    std::fs::write(
+        site.config(),
+        format!("[github]\nmax_rate_limit_wait = \"10s\"\n\n{config}"),
+    )
+    .unwrap();
+    let mut serve = Serve::start(&site, &fake);
+    let opened = payload("pull_request", "opened.payload.json", &sha("head"));
+    assert_eq!(
+        deliver(&serve, "pull_request", "k-1", &opened, SECRET).await,
+        202
+    );
+    until(
+        Duration::from_secs(30),
+        "the lens to start",
+        || runs(&site) == 1,
+        &serve,
+    )
+    .await;
+    serve.signal_and_wait(nix::sys::signal::Signal::SIGKILL, Duration::from_secs(5));
+    assert!(fake.reviews(REPO, PR).is_empty());
+
+    let serve = Serve::start(&site, &fake);
+    until(
+        Duration::from_secs(60),
+        "the round after the restart",
+        || !fake.reviews(REPO, PR).is_empty(),
+        &serve,
+    )
+    .await;
+    settled(&site, &serve).await;
+    assert_eq!(fake.reviews(REPO, PR).len(), 1, "posted once");
+    assert_eq!(runs(&site), 2, "the lens ran again after the crash");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_finishes_the_round_in_hand_and_keeps_the_queue() {
+    let fake = world();
+    fake.add_pr(
+        REPO,
+        PrSpec {
+            number: 8,
+            head_sha: sha("other"),
+            files: vec![FileSpec::modified("app/work.py", PY_PATCH)],
+            ..PrSpec::default()
+        },
+    );
+    let site = Site::new("");
+    let config = format!("{}\n[serve]\nworkers = 1\n", slow_lens(&site, 2));
+    std::fs::write(
+        site.config(),
+        format!("[github]\nmax_rate_limit_wait = \"10s\"\n\n{config}"),
+    )
+    .unwrap();
+    let mut serve = Serve::start(&site, &fake);
+    let opened = payload("pull_request", "opened.payload.json", &sha("head"));
+    deliver(&serve, "pull_request", "term-1", &opened, SECRET).await;
+    let mut other = opened.clone();
+    other["number"] = json!(8);
+    other["pull_request"]["number"] = json!(8);
+    other["pull_request"]["head"]["sha"] = json!(sha("other"));
+    until(
+        Duration::from_secs(30),
+        "the lens to start",
+        || runs(&site) == 1,
+        &serve,
+    )
+    .await;
+    deliver(&serve, "pull_request", "term-2", &other, SECRET).await;
+    let took = serve.signal_and_wait(nix::sys::signal::Signal::SIGTERM, Duration::from_secs(30));
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    // The round in hand was finished and posted; the queued one waits in the store.
+    assert_eq!(fake.reviews(REPO, PR).len(), 1);
+    assert!(fake.reviews(REPO, 8).is_empty());
+
+    let serve = Serve::start(&site, &fake);
+    until(
+        Duration::from_secs(30),
+        "the queued round",
+        || fake.reviews(REPO, 8).len() == 1,
+        &serve,
+    )
+    .await;
+    settled(&site, &serve).await;
+    assert_eq!(fake.reviews(REPO, PR).len(), 1);
+}
+
+/// A fresh PostgreSQL database for this run (`None` outside CI without a server, said on
+/// stderr), and the server's URL to drop it from.
+async fn postgres_db(name: &str) -> Option<(String, String)> {
+    use sqlx::Connection as _;
+    let server = crate::store::postgres_url()?;
+    let mut admin = sqlx::PgConnection::connect(&server)
+        .await
+        .expect("postgres");
+    let db = format!("reviewbot_serve_{name}_{}", std::process::id());
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {db} WITH (FORCE)"
+    )))
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db}")))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    Some((crate::store::with_database(&server, &db), server))
+}
+
+async fn drop_db(server: &str, url: &str) {
+    use sqlx::Connection as _;
+    let name = url.rsplit('/').next().unwrap();
+    let mut admin = sqlx::PgConnection::connect(server).await.expect("postgres");
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+    )))
+    .execute(&mut admin)
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_replicas_on_one_postgres_post_each_round_once() {
+    let Some((db, server)) = postgres_db("replicas").await else {
+        return;
+    };
+    let fake = world();
+    fake.add_pr(
+        REPO,
+        PrSpec {
+            number: 8,
+            head_sha: sha("other"),
+            files: vec![FileSpec::modified("app/work.py", PY_PATCH)],
+            ..PrSpec::default()
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let site = Site::with_db(dir, db, "");
+    let config = format!("{}\n[serve]\nworkers = 2\n", slow_lens(&site, 1));
+    std::fs::write(
+        site.config(),
+        format!("[github]\nmax_rate_limit_wait = \"10s\"\n\n{config}"),
+    )
+    .unwrap();
+    let a = Serve::start(&site, &fake);
+    let b = Serve::start(&site, &fake);
+    let first = payload("pull_request", "opened.payload.json", &sha("head"));
+    let mut second = first.clone();
+    second["number"] = json!(8);
+    second["pull_request"]["number"] = json!(8);
+    second["pull_request"]["head"]["sha"] = json!(sha("other"));
+    // GitHub may deliver (and redeliver) to any replica: every delivery goes to both.
+    for (id, body) in [("r-1", &first), ("r-2", &second)] {
+        let (sa, sb) = tokio::join!(
+            deliver(&a, "pull_request", id, body, SECRET),
+            deliver(&b, "pull_request", id, body, SECRET)
+        );
+        assert_eq!((sa / 100, sb / 100), (2, 2));
+    }
+    until(
+        Duration::from_secs(60),
+        "both rounds",
+        || fake.reviews(REPO, PR).len() == 1 && fake.reviews(REPO, 8).len() == 1,
+        &a,
+    )
+    .await;
+    settled(&site, &a).await;
+    assert_eq!(fake.reviews(REPO, PR).len(), 1);
+    assert_eq!(fake.reviews(REPO, 8).len(), 1);
+    assert_eq!(runs(&site), 2, "each lens ran once per round");
+    let store = reviewbot::store::Store::connect(&site.db).await.unwrap();
+    assert_eq!(store.delivery_count().await.unwrap(), 2);
+    store.close().await;
+    drop((a, b));
+    drop_db(&server, &site.db).await;
+}
