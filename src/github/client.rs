@@ -117,7 +117,12 @@ pub struct ClientLimits {
     pub backoff_base: Duration,
     /// Told before every rate-limit wait. Default: a line on stderr.
     pub notice: NoticeSink,
+    /// Told the status of every response (0 when none came): the App's request metrics.
+    pub observe: ResponseSink,
 }
+
+/// Where each response's status goes (see [`ClientLimits::observe`]).
+pub type ResponseSink = Arc<dyn Fn(u16) + Send + Sync>;
 
 impl ClientLimits {
     /// The configured rate-limit bounds with the other defaults.
@@ -140,6 +145,7 @@ impl Default for ClientLimits {
             retries: 3,
             backoff_base: Duration::from_secs(1),
             notice: Arc::new(|line: &str| eprintln!("{line}")),
+            observe: Arc::new(|_: u16| {}),
         }
     }
 }
@@ -1012,6 +1018,10 @@ impl GithubClient {
         loop {
             let auth = self.source.secret().await?;
             let outcome = self.attempt(call, auth.as_ref()).await;
+            (self.limits.observe)(match &outcome {
+                Ok(raw) => raw.status.as_u16(),
+                Err(_) => 0,
+            });
             if let Some(gate) = gate.as_mut() {
                 **gate = Some(Instant::now());
             }

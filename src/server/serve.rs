@@ -73,7 +73,8 @@ pub async fn serve(config: Config, env: ServeEnv) -> anyhow::Result<()> {
     let store = Store::connect(&env.database_url)
         .await?
         .with_max_attempts(config.serve.max_attempts);
-    let limits = ClientLimits::from_config(&config.github);
+    let metrics = Arc::new(Metrics::new());
+    let limits = service_limits(&config, &metrics);
     let app = Arc::new(GithubApp::new(
         &env.api_url,
         env.credentials,
@@ -88,7 +89,6 @@ pub async fn serve(config: Config, env: ServeEnv) -> anyhow::Result<()> {
     };
     tracing::info!(identity = %own_login, "reviewbot App identity");
 
-    let metrics = Arc::new(Metrics::new());
     let wake = Arc::new(Notify::new());
     let intake = server::store_intake::StoreIntake::new(store.clone(), Arc::clone(&wake));
     let router = server::router(
@@ -147,6 +147,17 @@ pub async fn serve(config: Config, env: ServeEnv) -> anyhow::Result<()> {
     tracker.wait().await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The client's limits for the App: rate-limit waits go to the log (there is no terminal), and
+/// every response is counted in `reviewbot_github_requests_total`.
+fn service_limits(config: &Config, metrics: &Arc<Metrics>) -> ClientLimits {
+    let metrics = Arc::clone(metrics);
+    ClientLimits {
+        notice: Arc::new(|line: &str| tracing::warn!("{line}")),
+        observe: Arc::new(move |status| metrics.github_request(status)),
+        ..ClientLimits::from_config(&config.github)
+    }
 }
 
 /// A name for this process's workers in the store, unique across replicas.

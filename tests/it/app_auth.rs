@@ -38,6 +38,7 @@ fn limits() -> ClientLimits {
         retries: 2,
         backoff_base: Duration::from_millis(10),
         notice: Arc::new(|_: &str| {}),
+        ..ClientLimits::default()
     }
 }
 

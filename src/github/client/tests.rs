@@ -153,6 +153,7 @@ fn limits() -> (ClientLimits, Arc<Mutex<Vec<String>>>) {
         retries: 3,
         backoff_base: Duration::from_millis(10),
         notice: Arc::new(move |line: &str| sink.lock().unwrap().push(line.to_owned())),
+        ..ClientLimits::default()
     };
     (limits, notices)
 }
