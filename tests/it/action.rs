@@ -1211,6 +1211,128 @@ fn paths(requests: &[ReleaseRequest]) -> Vec<String> {
         .collect()
 }
 
+/// `app.yml` is a GitHub App manifest asking for exactly what `reviewbot serve` uses, no more.
+#[test]
+fn the_app_manifest_asks_for_exactly_the_permissions_and_events_reviewbot_uses() {
+    let text = std::fs::read_to_string(root().join("app.yml")).unwrap();
+    let manifest: Value = yaml_serde::from_str(&text).unwrap();
+    let keys: Vec<&str> = manifest
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    // Only keys of GitHub's manifest format.
+    for key in &keys {
+        assert!(
+            [
+                "name",
+                "url",
+                "description",
+                "public",
+                "hook_attributes",
+                "redirect_url",
+                "callback_urls",
+                "setup_url",
+                "request_oauth_on_install",
+                "setup_on_update",
+                "default_permissions",
+                "default_events",
+            ]
+            .contains(key),
+            "{key} is not a manifest key"
+        );
+    }
+    assert!(manifest["url"].as_str().unwrap().starts_with("https://"));
+    assert_eq!(manifest["hook_attributes"]["active"], true);
+    assert!(
+        manifest["hook_attributes"]["url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/webhook")
+    );
+    assert_eq!(
+        manifest["default_permissions"],
+        serde_json::json!({
+            "pull_requests": "write",
+            "contents": "read",
+            "metadata": "read",
+            "issues": "write",
+        })
+    );
+    assert_eq!(
+        manifest["default_events"],
+        serde_json::json!(["pull_request", "issue_comment"])
+    );
+}
+
+/// The release workflow builds, `cargo binstall` looks for, and `setup.sh` downloads the same
+/// four archives.
+#[test]
+fn the_release_workflow_binstall_and_the_action_agree_on_the_assets() {
+    let read = |path: &str| std::fs::read_to_string(root().join(path)).unwrap();
+
+    // setup.sh: `RUNNER_OS/RUNNER_ARCH) target=<triple> ;;` lines.
+    let setup = read("action/setup.sh");
+    let mapped = regex::Regex::new(r"(?m)^\s*\w+/\w+\) target=([a-z0-9_-]+) ;;$").unwrap();
+    let mut action_targets: Vec<String> = mapped
+        .captures_iter(&setup)
+        .map(|c| c[1].to_owned())
+        .collect();
+    action_targets.sort();
+    assert!(setup.contains(r#"asset="reviewbot-$target.tar.gz""#));
+
+    // release.yml: the matrix, and the archive it packs.
+    let workflow: Value = yaml_serde::from_str(&read(".github/workflows/release.yml")).unwrap();
+    let build = &workflow["jobs"]["build"];
+    let mut built: Vec<String> = build["strategy"]["matrix"]["include"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["target"].as_str().unwrap().to_owned())
+        .collect();
+    built.sort();
+    assert_eq!(
+        built, action_targets,
+        "release.yml builds what setup.sh downloads"
+    );
+    let steps = build["steps"].as_array().unwrap();
+    let package = steps
+        .iter()
+        .find(|s| s["name"] == "Package")
+        .and_then(|s| s["run"].as_str())
+        .unwrap();
+    assert!(package.contains(r#"asset="reviewbot-$TARGET.tar.gz""#));
+    assert!(
+        package.contains(r#"-cf - reviewbot"#),
+        "the binary alone, at the root"
+    );
+    assert!(package.contains(r#""$asset.sha256""#));
+
+    // Cargo.toml: binstall's template, expanded as binstall does, names the same archive under
+    // the `v{version}` tag the release job checks.
+    let manifest: toml::Table = toml::from_str(&read("Cargo.toml")).unwrap();
+    let binstall = &manifest["package"]["metadata"]["binstall"];
+    assert_eq!(binstall["pkg-fmt"].as_str(), Some("tgz"));
+    assert_eq!(binstall["bin-dir"].as_str(), Some("{ bin }{ binary-ext }"));
+    let version = manifest["package"]["version"].as_str().unwrap();
+    for target in &built {
+        let url = binstall["pkg-url"]
+            .as_str()
+            .unwrap()
+            .replace("{ repo }", "https://github.com/octo/reviewbot")
+            .replace("{ version }", version)
+            .replace("{ name }", "reviewbot")
+            .replace("{ target }", target);
+        assert_eq!(
+            url,
+            format!(
+                "https://github.com/octo/reviewbot/releases/download/v{version}/reviewbot-{target}.tar.gz"
+            )
+        );
+    }
+}
+
 #[test]
 fn a_release_asset_is_verified_cached_and_used_without_cargo() {
     let fake = world(TokenKind::app());
