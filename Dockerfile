@@ -26,7 +26,8 @@ FROM debian:trixie-slim
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates tini \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --uid 10001 --user-group --home-dir /var/lib/reviewbot --shell /usr/sbin/nologin reviewbot \
+    && groupadd --system --gid 10001 reviewbot \
+    && useradd --system --uid 10001 --gid reviewbot --home-dir /var/lib/reviewbot --shell /usr/sbin/nologin reviewbot \
     && install -d -o reviewbot -g reviewbot -m 0750 /var/lib/reviewbot
 COPY --from=builder /usr/local/bin/reviewbot /usr/local/bin/reviewbot
 
