@@ -344,7 +344,7 @@ impl<'a> Job<'a> {
 
     /// Runs as `uses: octo/reviewbot/action@v9.9.9` does on a runner without reviewbot: the
     /// release comes from `releases`; `cargo` fails if called.
-    fn from_release(mut self, releases: &FakeReleases) -> Self {
+    fn release_from(mut self, releases: &FakeReleases) -> Self {
         self.action_repository = ACTION_REPO.to_owned();
         self.action_ref = TAG.to_owned();
         self.server_url = releases.url();
@@ -1338,7 +1338,7 @@ fn a_release_asset_is_verified_cached_and_used_without_cargo() {
     let fake = world(TokenKind::app());
     let releases = FakeReleases::start();
     releases.publish(TAG, None);
-    let job = Job::new(&fake).from_release(&releases);
+    let job = Job::new(&fake).release_from(&releases);
     let config = job.config_file("");
     let job = job.env("REVIEWBOT_CONFIG", &config);
 
@@ -1415,7 +1415,7 @@ fn a_checksum_mismatch_is_refused_and_nothing_runs() {
     let releases = FakeReleases::start();
     let wrong = sha256_hex(b"another archive");
     releases.publish(TAG, Some(&format!("{wrong}  {}\n", asset_name())));
-    let job = Job::new(&fake).from_release(&releases);
+    let job = Job::new(&fake).release_from(&releases);
     let ran = job.run();
     assert_eq!(ran.status, 3, "log:\n{}", ran.raw);
     let log = assert_log_safe(&ran, TOKEN);
@@ -1448,7 +1448,7 @@ fn a_checksum_mismatch_is_refused_and_nothing_runs() {
 fn no_release_for_the_ref_falls_back_to_a_build_and_says_so() {
     let fake = world(TokenKind::app());
     let releases = FakeReleases::start();
-    let mut job = Job::new(&fake).from_release(&releases);
+    let mut job = Job::new(&fake).release_from(&releases);
     let src = job.dir.path().join("src");
     job.action_path = copy_action(&src);
     job.cargo_builds = true;
@@ -1480,7 +1480,7 @@ fn a_release_server_error_fails_clearly_and_builds_nothing() {
     let releases = FakeReleases::start();
     releases.publish(TAG, None);
     releases.state().fail_with = Some(503);
-    let job = Job::new(&fake).from_release(&releases);
+    let job = Job::new(&fake).release_from(&releases);
     let ran = job.run();
     assert_eq!(ran.status, 3, "log:\n{}", ran.raw);
     assert!(ran.cargo_calls.is_empty(), "a 503 is no reason to build");
@@ -1504,7 +1504,7 @@ fn the_release_follows_the_action_path_when_the_ref_is_empty_or_an_outer_actions
     let releases = FakeReleases::start();
     releases.publish(TAG, None);
     for (repository, reference) in [("", ""), ("someone/wrapper", "v2")] {
-        let mut job = Job::new(&fake).from_release(&releases);
+        let mut job = Job::new(&fake).release_from(&releases);
         // Where the runner unpacks `uses: octo/reviewbot/action@v9.9.9`.
         job.action_path = copy_action(
             &job.dir
