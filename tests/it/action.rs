@@ -1,19 +1,27 @@
 //! `action/action.yml` run as a GitHub runner would run it, against the fake GitHub.
 //!
-//! The file is parsed structurally (`yaml_serde`), checked against the composite-action rules of
-//! `docs/contract.md` "Composite action rules", then its `run` steps are run in order with `bash
-//! --noprofile --norc -eo pipefail` (what `shell: bash` means on a runner). Each step's `env:`
+//! The file is parsed structurally (`yaml_serde`), checked against GitHub's composite-action rules
+//! (`shell` on every `run` step, no `INPUT_*` variables, runner defaults not overwritten), and then
+//! its `run` steps are executed in order with `bash --noprofile --norc -eo pipefail` (what
+//! `shell: bash` means on a runner). Each step's `env:`
 //! is built by evaluating the `${{ … }}` expressions the action uses; any other expression fails
 //! the test. The runner's files (`GITHUB_OUTPUT`, `GITHUB_STEP_SUMMARY`, `GITHUB_PATH`) are
 //! honoured, and the log is read back the way the runner reads it: `::add-mask::` registers a
 //! secret, `::stop-commands::T` … `::T::` turns workflow commands off.
+//!
+//! Where reviewbot comes from is tested too: a release asset downloaded from a fake release server
+//! (real GitHub semantics: `releases/download/<tag>/<asset>` redirects to storage, an unknown
+//! asset is a 404), checked against its `.sha256`, kept in the runner's tool cache; a build only
+//! when there is no release.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Deserialize;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::fake_github::{FakeGithub, FileSpec, PrSpec, TokenKind, sha};
 
@@ -21,6 +29,9 @@ const REPO: &str = "octo/app";
 const PR: u64 = 12;
 const TOKEN: &str = "ghs_ActionsTokenOfTheTest0123456789abcdefXYZ";
 const TRIGGER: &str = "reviewbot:review";
+/// The action's own repository and a release tag of it.
+const ACTION_REPO: &str = "octo/reviewbot";
+const TAG: &str = "v9.9.9";
 
 /// A leftover `dbg!` (advisory) and a Python `breakpoint()` (blocking) for the builtin lens.
 const RS_PATCH: &str = "@@ -1,4 +1,6 @@\n fn main() {\n-    run();\n+    let total = run();\n+    dbg!(&total);\n+    report(total);\n }\n \n";
@@ -189,8 +200,11 @@ fn action_yml_is_a_composite_action_that_keeps_expressions_out_of_scripts() {
             .env
             .values()
             .any(|v| v.contains("inputs.github-token") || v.contains("github.token"));
-        if script.contains("cargo build") {
-            assert!(!sees_token, "{what}: the build must not see the token");
+        if script.contains("cargo build") || script.contains("setup.sh") {
+            assert!(
+                !sees_token,
+                "{what}: the download and the build must not see the token"
+            );
         }
     }
     let first = &action.runs.steps[0];
@@ -199,6 +213,44 @@ fn action_yml_is_a_composite_action_that_keeps_expressions_out_of_scripts() {
             && first.env.get("GITHUB_TOKEN").map(String::as_str)
                 == Some("${{ inputs.github-token }}"),
         "the first step masks the token"
+    );
+}
+
+/// shellcheck over `setup.sh` and every `run` script (`REVIEWBOT_SHELLCHECK` names the binary;
+/// `.ci/run` installs it).
+#[test]
+fn the_action_scripts_pass_shellcheck() {
+    use std::io::Write;
+    let Some(shellcheck) = std::env::var_os("REVIEWBOT_SHELLCHECK").filter(|v| !v.is_empty())
+    else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must set REVIEWBOT_SHELLCHECK (see .ci/run)"
+        );
+        // Straight to stderr, so that it shows although the harness captures `eprintln!`.
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED the_action_scripts_pass_shellcheck: set REVIEWBOT_SHELLCHECK to a shellcheck binary"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = vec![root().join("action/setup.sh")];
+    for (i, step) in action_yml().runs.steps.iter().enumerate() {
+        let path = dir.path().join(format!("step-{i}.sh"));
+        std::fs::write(&path, step.run.as_deref().unwrap()).unwrap();
+        files.push(path);
+    }
+    let out = Command::new(shellcheck)
+        .args(["--shell=bash", "--severity=style"])
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 
@@ -218,8 +270,17 @@ struct Job<'a> {
     env: BTreeMap<String, String>,
     /// Where `action.yml` lives (`GITHUB_ACTION_PATH`).
     action_path: PathBuf,
-    /// Put the suite's `reviewbot` on PATH (else the action must build one).
+    /// `github.action_repository` and `github.action_ref`: empty for a local action (`uses: ./…`),
+    /// and often inside a composite action too.
+    action_repository: String,
+    action_ref: String,
+    /// `GITHUB_SERVER_URL`. By default a closed port on loopback: nothing is downloaded.
+    server_url: String,
+    /// Put the suite's `reviewbot` on PATH (else the action must download or build one).
     reviewbot_on_path: bool,
+    /// The `cargo` on PATH "builds" (links the suite's binary where the build would put it);
+    /// else it fails if called.
+    cargo_builds: bool,
 }
 
 /// What a job left behind.
@@ -273,8 +334,27 @@ impl<'a> Job<'a> {
             token: TOKEN.to_owned(),
             env: BTreeMap::new(),
             action_path: root().join("action"),
+            action_repository: String::new(),
+            action_ref: String::new(),
+            server_url: "http://127.0.0.1:9".to_owned(),
             reviewbot_on_path: true,
+            cargo_builds: false,
         }
+    }
+
+    /// Runs as `uses: octo/reviewbot/action@v9.9.9` does on a runner without reviewbot: the
+    /// release comes from `releases`; `cargo` fails if called.
+    fn release_from(mut self, releases: &FakeReleases) -> Self {
+        self.action_repository = ACTION_REPO.to_owned();
+        self.action_ref = TAG.to_owned();
+        self.server_url = releases.url();
+        self.reviewbot_on_path = false;
+        self
+    }
+
+    /// The runner's tool cache (`RUNNER_TOOL_CACHE`); it outlives one run of the job.
+    fn tool_cache(&self) -> PathBuf {
+        self.dir.path().join("tool-cache")
     }
 
     fn input(mut self, name: &str, value: &str) -> Self {
@@ -322,7 +402,7 @@ impl<'a> Job<'a> {
         std::fs::write(&event_path, self.event.to_string()).unwrap();
 
         let cargo_log = tmp.join("cargo-calls");
-        if self.reviewbot_on_path {
+        if !self.cargo_builds {
             // A `cargo` first on PATH that only records it was called: the action must not build.
             write_script(
                 &fake_bin.join("cargo"),
@@ -357,7 +437,8 @@ impl<'a> Job<'a> {
             ("GITHUB_REPOSITORY", REPO),
             ("GITHUB_SHA", &sha("merge")),
             ("GITHUB_REF", &format!("refs/pull/{PR}/merge")),
-            ("RUNNER_OS", "Linux"),
+            ("RUNNER_OS", runner_platform().0),
+            ("RUNNER_ARCH", runner_platform().1),
             ("LANG", "C.UTF-8"),
         ] {
             base.insert(k.to_owned(), v.to_owned());
@@ -368,6 +449,8 @@ impl<'a> Job<'a> {
             ("GITHUB_WORKSPACE", workspace.display().to_string()),
             ("GITHUB_ACTION_PATH", self.action_path.display().to_string()),
             ("RUNNER_TEMP", runner_temp.display().to_string()),
+            ("RUNNER_TOOL_CACHE", self.tool_cache().display().to_string()),
+            ("GITHUB_SERVER_URL", self.server_url.clone()),
             ("HOME", tmp.display().to_string()),
         ] {
             base.insert(k.to_owned(), v);
@@ -536,6 +619,8 @@ impl<'a> Job<'a> {
         match expr {
             "github.token" => self.token.clone(),
             "github.action_path" => self.action_path.display().to_string(),
+            "github.action_repository" => self.action_repository.clone(),
+            "github.action_ref" => self.action_ref.clone(),
             "github.event_name" => self.event_name.to_owned(),
             "github.repository" => REPO.to_owned(),
             "runner.temp" => runner_temp.display().to_string(),
@@ -680,6 +765,9 @@ fn assert_log_safe(ran: &Ran, token: &str) -> Log {
         r"^(::add-mask::.*",
         r"|::stop-commands::[0-9a-f]{32}|::[0-9a-f]{32}::",
         r"|Using reviewbot from PATH: /.*|reviewbot \d+\.\d+\.\d+",
+        r"|Downloading reviewbot v[0-9.]+ \(reviewbot-[a-z0-9_-]+\.tar\.gz\) from http://127\.0\.0\.1:\d+/.*",
+        r"|(Cached|Using) reviewbot v[0-9.]+ (in|from) the tool cache: /.*",
+        r"|::notice title=reviewbot::No reviewbot release to download: .*",
         r"|::group::Building reviewbot from /.*|::endgroup::",
         r"|The trigger label was added: reviewing this head again\.",
         r"|::error title=reviewbot::.*)$"
@@ -696,7 +784,7 @@ fn assert_log_safe(ran: &Ran, token: &str) -> Log {
         assert!(
             matches!(
                 command.as_str(),
-                "add-mask" | "stop-commands" | "group" | "endgroup" | "error"
+                "add-mask" | "stop-commands" | "group" | "endgroup" | "error" | "notice"
             ) || log.stop_tokens.contains(command),
             "unexpected workflow command {command:?}"
         );
@@ -884,31 +972,565 @@ fn the_trigger_label_asks_for_a_new_round_and_other_labels_do_not() {
     assert!(log.shown.contains("The trigger label was added"));
 }
 
+/// A copy of the action's files at `dir/action`, with an (empty) `Cargo.toml` beside it for the
+/// fake `cargo`; returns the action's path.
+fn copy_action(dir: &Path) -> PathBuf {
+    let action = dir.join("action");
+    std::fs::create_dir_all(&action).unwrap();
+    for entry in std::fs::read_dir(root().join("action")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), action.join(entry.file_name())).unwrap();
+    }
+    std::fs::write(dir.join("Cargo.toml"), "").unwrap();
+    action
+}
+
+fn cargo_build_of(src: &Path) -> Vec<String> {
+    vec![format!(
+        "build --release --locked --manifest-path {0}/Cargo.toml --target-dir {0}/target",
+        src.display()
+    )]
+}
+
 #[test]
-fn without_reviewbot_on_path_the_action_builds_it_from_its_own_source() {
+fn a_local_action_without_reviewbot_on_path_builds_it_from_its_own_source() {
     let fake = world(TokenKind::app());
     let mut job = Job::new(&fake);
     let src = job.dir.path().join("src");
-    std::fs::create_dir_all(src.join("action")).unwrap();
-    std::fs::copy(
-        root().join("action/action.yml"),
-        src.join("action/action.yml"),
-    )
-    .unwrap();
-    std::fs::write(src.join("Cargo.toml"), "").unwrap();
-    job.action_path = src.join("action");
+    job.action_path = copy_action(&src);
     job.reviewbot_on_path = false;
+    job.cargo_builds = true;
     let ran = job.run();
     assert_eq!(ran.status, 0, "log:\n{}", ran.raw);
-    assert_eq!(
-        ran.cargo_calls,
-        vec![format!(
-            "build --release --locked --manifest-path {0}/Cargo.toml --target-dir {0}/target",
-            src.display()
-        )]
+    assert_eq!(ran.cargo_calls, cargo_build_of(&src));
+    assert!(
+        ran.raw.contains(
+            "::notice title=reviewbot::No reviewbot release to download: the action does not run \
+             from a repository ref (a local action). Building it from source"
+        ),
+        "{}",
+        ran.raw
     );
     assert_eq!(fake.reviews(REPO, PR).len(), 1);
     assert_log_safe(&ran, TOKEN);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Release assets.
+
+/// `RUNNER_OS`, `RUNNER_ARCH` and the release target of this machine.
+fn runner_platform() -> (&'static str, &'static str, &'static str) {
+    match (std::env::consts::OS, std::env::consts::ARCH) {
+        ("linux", "x86_64") => ("Linux", "X64", "x86_64-unknown-linux-gnu"),
+        ("linux", "aarch64") => ("Linux", "ARM64", "aarch64-unknown-linux-gnu"),
+        ("macos", "x86_64") => ("macOS", "X64", "x86_64-apple-darwin"),
+        ("macos", "aarch64") => ("macOS", "ARM64", "aarch64-apple-darwin"),
+        (os, arch) => panic!("no release target for {os}/{arch}"),
+    }
+}
+
+fn asset_name() -> String {
+    format!("reviewbot-{}.tar.gz", runner_platform().2)
+}
+
+/// The suite's own binary packed as the release workflow packs one: `reviewbot` alone at the root
+/// of a gzip'd tar. Built once per test process.
+fn release_archive() -> &'static [u8] {
+    static ARCHIVE: OnceLock<Vec<u8>> = OnceLock::new();
+    ARCHIVE.get_or_init(|| {
+        let bin = Path::new(env!("CARGO_BIN_EXE_reviewbot"));
+        assert_eq!(bin.file_name().unwrap(), "reviewbot");
+        let out = Command::new("bash")
+            .args(["-c", "tar -C \"$1\" -cf - reviewbot | gzip -1", "pack"])
+            .arg(bin.parent().unwrap())
+            .stderr(Stdio::inherit())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "packing the release archive failed");
+        out.stdout
+    })
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// One request the release server got.
+#[derive(Debug, Clone)]
+struct ReleaseRequest {
+    path: String,
+    status: u16,
+    authorization: bool,
+}
+
+#[derive(Default)]
+struct ReleaseState {
+    /// `owner/repo/tag/asset` → the asset's bytes.
+    assets: BTreeMap<String, bytes::Bytes>,
+    /// Answer every request with this status instead.
+    fail_with: Option<u16>,
+    log: Vec<ReleaseRequest>,
+}
+
+/// GitHub's release downloads on loopback: `GET /{owner}/{repo}/releases/download/{tag}/{asset}`
+/// answers 302 to the asset's storage URL (as github.com does), which serves the bytes; an
+/// unknown tag or asset is a 404.
+struct FakeReleases {
+    state: Arc<Mutex<ReleaseState>>,
+    url: String,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl FakeReleases {
+    fn start() -> FakeReleases {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let state = Arc::new(Mutex::new(ReleaseState::default()));
+        let app = axum::Router::new()
+            .fallback(serve_release)
+            .with_state(state.clone());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                let _ = axum::serve(listener, app)
+                    .with_graceful_shutdown(async {
+                        let _ = rx.await;
+                    })
+                    .await;
+            });
+        });
+        FakeReleases {
+            state,
+            url,
+            shutdown: Some(tx),
+        }
+    }
+
+    fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, ReleaseState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Publishes this machine's asset of the suite's binary under `tag`, with `checksum` as the
+    /// content of its `.sha256` file (`None`: the right one, in `sha256sum` format).
+    fn publish(&self, tag: &str, checksum: Option<&str>) {
+        let archive = release_archive();
+        let asset = asset_name();
+        let sum = match checksum {
+            Some(text) => text.to_owned(),
+            None => format!("{}  {asset}\n", sha256_hex(archive)),
+        };
+        let mut state = self.state();
+        let key = format!("{ACTION_REPO}/{tag}/{asset}");
+        state.assets.insert(
+            format!("{key}.sha256"),
+            bytes::Bytes::from(sum.into_bytes()),
+        );
+        state.assets.insert(key, bytes::Bytes::from_static(archive));
+    }
+
+    fn requests(&self) -> Vec<ReleaseRequest> {
+        self.state().log.clone()
+    }
+}
+
+impl Drop for FakeReleases {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+async fn serve_release(
+    axum::extract::State(state): axum::extract::State<Arc<Mutex<ReleaseState>>>,
+    req: axum::extract::Request,
+) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+
+    let path = req.uri().path().to_owned();
+    let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
+    let response = if let Some(code) = state.fail_with {
+        // `Retry-After: 0` only keeps curl's retries quick in the test.
+        let status = StatusCode::from_u16(code).unwrap();
+        (status, [(header::RETRY_AFTER, "0")]).into_response()
+    } else if req.method() != axum::http::Method::GET {
+        StatusCode::NOT_FOUND.into_response()
+    } else if let Some(key) = path.strip_prefix("/storage/") {
+        match state.assets.get(key) {
+            Some(bytes) => (
+                [(header::CONTENT_TYPE, "application/octet-stream")],
+                bytes.clone(),
+            )
+                .into_response(),
+            None => StatusCode::NOT_FOUND.into_response(),
+        }
+    } else {
+        let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        match parts.as_slice() {
+            [owner, repo, "releases", "download", tag, asset] => {
+                let key = format!("{owner}/{repo}/{tag}/{asset}");
+                if state.assets.contains_key(&key) {
+                    (
+                        StatusCode::FOUND,
+                        [(header::LOCATION, format!("/storage/{key}"))],
+                    )
+                        .into_response()
+                } else {
+                    (StatusCode::NOT_FOUND, "Not Found").into_response()
+                }
+            }
+            _ => (StatusCode::NOT_FOUND, "Not Found").into_response(),
+        }
+    };
+    state.log.push(ReleaseRequest {
+        path,
+        status: response.status().as_u16(),
+        authorization: req.headers().contains_key(header::AUTHORIZATION),
+    });
+    response
+}
+
+fn paths(requests: &[ReleaseRequest]) -> Vec<String> {
+    requests
+        .iter()
+        .map(|r| format!("{} {}", r.status, r.path))
+        .collect()
+}
+
+/// `app.yml` is a GitHub App manifest asking for exactly what `reviewbot serve` uses, no more.
+#[test]
+fn the_app_manifest_asks_for_exactly_the_permissions_and_events_reviewbot_uses() {
+    let text = std::fs::read_to_string(root().join("app.yml")).unwrap();
+    let manifest: Value = yaml_serde::from_str(&text).unwrap();
+    let keys: Vec<&str> = manifest
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    // Only keys of GitHub's manifest format.
+    for key in &keys {
+        assert!(
+            [
+                "name",
+                "url",
+                "description",
+                "public",
+                "hook_attributes",
+                "redirect_url",
+                "callback_urls",
+                "setup_url",
+                "request_oauth_on_install",
+                "setup_on_update",
+                "default_permissions",
+                "default_events",
+            ]
+            .contains(key),
+            "{key} is not a manifest key"
+        );
+    }
+    assert!(manifest["url"].as_str().unwrap().starts_with("https://"));
+    assert_eq!(manifest["hook_attributes"]["active"], true);
+    assert!(
+        manifest["hook_attributes"]["url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/webhook")
+    );
+    assert_eq!(
+        manifest["default_permissions"],
+        serde_json::json!({
+            "pull_requests": "write",
+            "contents": "read",
+            "metadata": "read",
+            "issues": "write",
+        })
+    );
+    assert_eq!(
+        manifest["default_events"],
+        serde_json::json!(["pull_request", "issue_comment"])
+    );
+}
+
+/// The release workflow builds, `cargo binstall` looks for, and `setup.sh` downloads the same
+/// four archives.
+#[test]
+fn the_release_workflow_binstall_and_the_action_agree_on_the_assets() {
+    let read = |path: &str| std::fs::read_to_string(root().join(path)).unwrap();
+
+    // setup.sh: `RUNNER_OS/RUNNER_ARCH) target=<triple> ;;` lines.
+    let setup = read("action/setup.sh");
+    let mapped = regex::Regex::new(r"(?m)^\s*\w+/\w+\) target=([a-z0-9_-]+) ;;$").unwrap();
+    let mut action_targets: Vec<String> = mapped
+        .captures_iter(&setup)
+        .map(|c| c[1].to_owned())
+        .collect();
+    action_targets.sort();
+    assert!(setup.contains(r#"asset="reviewbot-$target.tar.gz""#));
+
+    // release.yml: the matrix, and the archive it packs.
+    let workflow: Value = yaml_serde::from_str(&read(".github/workflows/release.yml")).unwrap();
+    let build = &workflow["jobs"]["build"];
+    let mut built: Vec<String> = build["strategy"]["matrix"]["include"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["target"].as_str().unwrap().to_owned())
+        .collect();
+    built.sort();
+    assert_eq!(
+        built, action_targets,
+        "release.yml builds what setup.sh downloads"
+    );
+    let steps = build["steps"].as_array().unwrap();
+    let package = steps
+        .iter()
+        .find(|s| s["name"] == "Package")
+        .and_then(|s| s["run"].as_str())
+        .unwrap();
+    assert!(package.contains(r#"asset="reviewbot-$TARGET.tar.gz""#));
+    assert!(
+        package.contains(r#"-cf - reviewbot"#),
+        "the binary alone, at the root"
+    );
+    assert!(package.contains(r#""$asset.sha256""#));
+
+    // Cargo.toml: binstall's template, expanded as binstall does, names the same archive under
+    // the `v{version}` tag the release job checks.
+    let manifest: toml::Table = toml::from_str(&read("Cargo.toml")).unwrap();
+    let binstall = &manifest["package"]["metadata"]["binstall"];
+    assert_eq!(binstall["pkg-fmt"].as_str(), Some("tgz"));
+    assert_eq!(binstall["bin-dir"].as_str(), Some("{ bin }{ binary-ext }"));
+    let version = manifest["package"]["version"].as_str().unwrap();
+    for target in &built {
+        let url = binstall["pkg-url"]
+            .as_str()
+            .unwrap()
+            .replace("{ repo }", "https://github.com/octo/reviewbot")
+            .replace("{ version }", version)
+            .replace("{ name }", "reviewbot")
+            .replace("{ target }", target);
+        assert_eq!(
+            url,
+            format!(
+                "https://github.com/octo/reviewbot/releases/download/v{version}/reviewbot-{target}.tar.gz"
+            )
+        );
+    }
+}
+
+#[test]
+fn a_release_asset_is_verified_cached_and_used_without_cargo() {
+    let fake = world(TokenKind::app());
+    let releases = FakeReleases::start();
+    releases.publish(TAG, None);
+    let job = Job::new(&fake).release_from(&releases);
+    let config = job.config_file("");
+    let job = job.env("REVIEWBOT_CONFIG", &config);
+
+    let ran = job.run();
+    assert_eq!(ran.status, 0, "log:\n{}", ran.raw);
+    assert!(ran.cargo_calls.is_empty(), "{:?}", ran.cargo_calls);
+    assert_eq!(fake.reviews(REPO, PR).len(), 1, "the downloaded binary ran");
+    let asset = asset_name();
+    let download = format!("/{ACTION_REPO}/releases/download/{TAG}/{asset}");
+    let storage = format!("/storage/{ACTION_REPO}/{TAG}/{asset}");
+    assert_eq!(
+        paths(&releases.requests()),
+        vec![
+            format!("302 {download}.sha256"),
+            format!("200 {storage}.sha256"),
+            format!("302 {download}"),
+            format!("200 {storage}"),
+        ]
+    );
+    assert!(
+        releases.requests().iter().all(|r| !r.authorization),
+        "a release download sends no token"
+    );
+    let log = assert_log_safe(&ran, TOKEN);
+    assert!(
+        log.shown.contains(&format!(
+            "Downloading reviewbot {TAG} ({asset}) from {}/{ACTION_REPO}/releases/download/{TAG}",
+            releases.url()
+        )),
+        "{}",
+        log.shown
+    );
+    // The runner's tool cache holds the binary, byte for byte the suite's.
+    let target = runner_platform().2;
+    let cached = job
+        .tool_cache()
+        .join(format!("reviewbot/{TAG}/{target}/reviewbot"));
+    assert_eq!(
+        std::fs::read(&cached).unwrap(),
+        std::fs::read(env!("CARGO_BIN_EXE_reviewbot")).unwrap()
+    );
+    assert!(
+        job.tool_cache()
+            .join(format!("reviewbot/{TAG}/{target}.complete"))
+            .exists()
+    );
+
+    // The next run asks only for the checksum and runs the cached binary.
+    let again = job.run();
+    assert_eq!(again.status, 0, "log:\n{}", again.raw);
+    assert!(again.cargo_calls.is_empty());
+    assert_eq!(
+        paths(&releases.requests()[4..]),
+        vec![
+            format!("302 {download}.sha256"),
+            format!("200 {storage}.sha256")
+        ]
+    );
+    let log = assert_log_safe(&again, TOKEN);
+    assert!(
+        log.shown.contains(&format!(
+            "Using reviewbot {TAG} from the tool cache: {}",
+            cached.display()
+        )),
+        "{}",
+        log.shown
+    );
+    assert!(log.shown.contains("already reviewed"), "{}", log.shown);
+}
+
+#[test]
+fn a_checksum_mismatch_is_refused_and_nothing_runs() {
+    let fake = world(TokenKind::app());
+    let releases = FakeReleases::start();
+    let wrong = sha256_hex(b"another archive");
+    releases.publish(TAG, Some(&format!("{wrong}  {}\n", asset_name())));
+    let job = Job::new(&fake).release_from(&releases);
+    let ran = job.run();
+    assert_eq!(ran.status, 3, "log:\n{}", ran.raw);
+    let log = assert_log_safe(&ran, TOKEN);
+    let error = format!(
+        "::error title=reviewbot::checksum mismatch for {} of release {TAG}: expected {wrong}, got {}.",
+        asset_name(),
+        sha256_hex(release_archive())
+    );
+    assert!(log.outside().any(|l| l.starts_with(&error)), "{}", ran.raw);
+    // Nothing ran: no reviewbot (the fake GitHub saw no request), no cargo, nothing cached.
+    assert!(fake.requests().is_empty(), "{:?}", fake.requests());
+    assert!(ran.cargo_calls.is_empty());
+    assert!(!job.tool_cache().join("reviewbot").join(TAG).exists());
+    assert!(ran.outputs["exit-code"].is_empty());
+
+    // A checksum file that holds no checksum is refused the same way.
+    releases.publish(TAG, Some("<html>moved</html>\n"));
+    let ran = job.run();
+    assert_eq!(ran.status, 3, "log:\n{}", ran.raw);
+    assert!(
+        ran.raw
+            .contains(".sha256 holds no SHA-256 checksum; not running anything from that release"),
+        "{}",
+        ran.raw
+    );
+    assert!(fake.requests().is_empty());
+}
+
+#[test]
+fn no_release_for_the_ref_falls_back_to_a_build_and_says_so() {
+    let fake = world(TokenKind::app());
+    let releases = FakeReleases::start();
+    let mut job = Job::new(&fake).release_from(&releases);
+    let src = job.dir.path().join("src");
+    job.action_path = copy_action(&src);
+    job.cargo_builds = true;
+    let ran = job.run();
+    assert_eq!(ran.status, 0, "log:\n{}", ran.raw);
+    assert_eq!(ran.cargo_calls, cargo_build_of(&src));
+    let asset = asset_name();
+    assert_eq!(
+        paths(&releases.requests()),
+        vec![format!(
+            "404 /{ACTION_REPO}/releases/download/{TAG}/{asset}.sha256"
+        )]
+    );
+    let log = assert_log_safe(&ran, TOKEN);
+    assert!(
+        log.outside().any(|l| l.starts_with(&format!(
+            "::notice title=reviewbot::No reviewbot release to download: {ACTION_REPO} has no \
+             release {TAG} with {asset}. Building it from source"
+        ))),
+        "{}",
+        ran.raw
+    );
+    assert_eq!(fake.reviews(REPO, PR).len(), 1);
+}
+
+#[test]
+fn a_release_server_error_fails_clearly_and_builds_nothing() {
+    let fake = world(TokenKind::app());
+    let releases = FakeReleases::start();
+    releases.publish(TAG, None);
+    releases.state().fail_with = Some(503);
+    let job = Job::new(&fake).release_from(&releases);
+    let ran = job.run();
+    assert_eq!(ran.status, 3, "log:\n{}", ran.raw);
+    assert!(ran.cargo_calls.is_empty(), "a 503 is no reason to build");
+    assert!(
+        ran.raw.contains(&format!(
+            "::error title=reviewbot::downloading {}/{ACTION_REPO}/releases/download/{TAG}/{}.sha256 answered HTTP 503",
+            releases.url(),
+            asset_name()
+        )),
+        "{}",
+        ran.raw
+    );
+    // curl retried the 503 before giving up.
+    assert!(releases.requests().len() > 1, "{:?}", releases.requests());
+    assert!(fake.requests().is_empty());
+}
+
+#[test]
+fn the_release_follows_the_action_path_when_the_ref_is_empty_or_an_outer_actions() {
+    let fake = world(TokenKind::app());
+    let releases = FakeReleases::start();
+    releases.publish(TAG, None);
+    for (repository, reference) in [("", ""), ("someone/wrapper", "v2")] {
+        let mut job = Job::new(&fake).release_from(&releases);
+        // Where the runner unpacks `uses: octo/reviewbot/action@v9.9.9`.
+        job.action_path = copy_action(
+            &job.dir
+                .path()
+                .join(format!("runner/_work/_actions/{ACTION_REPO}/{TAG}")),
+        );
+        job.action_repository = repository.to_owned();
+        job.action_ref = reference.to_owned();
+        let before = releases.requests().len();
+        let ran = job.run();
+        assert_eq!(ran.status, 0, "log:\n{}", ran.raw);
+        assert!(ran.cargo_calls.is_empty());
+        let asked = paths(&releases.requests()[before..]);
+        assert_eq!(
+            asked.first().map(String::as_str),
+            Some(
+                format!(
+                    "302 /{ACTION_REPO}/releases/download/{TAG}/{}.sha256",
+                    asset_name()
+                )
+                .as_str()
+            ),
+            "{asked:?}"
+        );
+        assert_log_safe(&ran, TOKEN);
+    }
 }
 
 #[test]
