@@ -164,6 +164,9 @@ pub struct ServeConfig {
     pub lease: Duration,
     /// Tries of one job before it is marked failed with its error.
     pub max_attempts: u32,
+    /// Wait before a failed job is tried again.
+    #[serde(deserialize_with = "duration")]
+    pub retry_after: Duration,
 }
 
 impl Default for ServeConfig {
@@ -172,6 +175,7 @@ impl Default for ServeConfig {
             workers: 4,
             lease: Duration::from_secs(60),
             max_attempts: 3,
+            retry_after: Duration::from_secs(30),
         }
     }
 }

@@ -24,8 +24,6 @@ use crate::store::Store;
 const JOB_GRACE: Duration = Duration::from_secs(20);
 /// How long open connections may take to finish after SIGTERM.
 const HTTP_GRACE: Duration = Duration::from_secs(5);
-/// Delay before a failed job is tried again.
-const RETRY_AFTER: Duration = Duration::from_secs(30);
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:3000";
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://reviewbot.db";
@@ -119,7 +117,7 @@ pub async fn serve(config: Config, env: ServeEnv) -> anyhow::Result<()> {
             workers: config.serve.workers,
             lease: config.serve.lease,
             max_attempts: config.serve.max_attempts,
-            retry_after: RETRY_AFTER,
+            retry_after: config.serve.retry_after,
             process: process_name(addr),
         },
         wake,

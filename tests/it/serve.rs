@@ -743,3 +743,36 @@ async fn two_replicas_on_one_postgres_post_each_round_once() {
     drop((a, b));
     drop_db(&server, &site.db).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_that_keeps_failing_is_marked_failed_with_its_error() {
+    let fake = world();
+    fake.fail_next(
+        crate::fake_github::Route::exact("GET", &format!("/repos/{REPO}/pulls/{PR}")),
+        crate::fake_github::Fault::status(404),
+        100,
+    );
+    let site = Site::new("[serve]\nmax_attempts = 2\nretry_after = \"1s\"\n");
+    let serve = Serve::start(&site, &fake);
+    let opened = payload("pull_request", "opened.payload.json", &sha("head"));
+    assert_eq!(
+        deliver(&serve, "pull_request", "f-1", &opened, SECRET).await,
+        202
+    );
+    settled(&site, &serve).await;
+    let store = reviewbot::store::Store::connect(&site.db).await.unwrap();
+    let jobs = store
+        .jobs_for_pr(
+            &reviewbot::github::model::RepoName::parse(REPO).unwrap(),
+            reviewbot::ids::PrNumber(PR),
+        )
+        .await
+        .unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].state.as_str(), "failed");
+    assert_eq!(jobs[0].attempts, 2);
+    let error = jobs[0].error.as_deref().unwrap_or_default();
+    assert!(error.contains("404"), "{error}");
+    assert_eq!(fake.count("GET", &format!("/repos/{REPO}/pulls/{PR}")), 2);
+    assert!(fake.reviews(REPO, PR).is_empty());
+}
