@@ -19,3 +19,5 @@ pub mod pr;
 pub mod redact;
 pub mod render;
 pub mod review;
+pub mod sanitize;
+pub mod unicode;
