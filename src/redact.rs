@@ -615,8 +615,14 @@ pub fn secret_values(text: &str) -> Vec<(&'static str, &str)> {
         let value = &text[m.range.clone()];
         if m.rule == PRIVATE_KEY {
             for line in value.lines() {
-                let line = line.trim_start_matches(['+', '-', ' ']).trim();
-                if !line.starts_with("-----") {
+                let line = line.trim();
+                // One diff marker (`+`, `-`, ` `) may lead; the BEGIN/END lines are rules' own.
+                let line = if line.contains("-----") {
+                    line
+                } else {
+                    line.strip_prefix(['+', '-']).unwrap_or(line).trim()
+                };
+                if !line.contains("-----") && !line.is_empty() {
                     out.push((m.rule, line));
                 }
             }
@@ -1240,6 +1246,119 @@ pub(crate) mod tests {
         let once = redact(&text).into_owned();
         assert_eq!(redact(&once), once);
         assert!(!once.contains(&aws) && !once.contains(&gh), "{once}");
+    }
+
+    #[test]
+    fn named_aws_secret_access_key() {
+        let secret = format!(
+            "{}/{}+{}",
+            rand(ALNUM, 20, 1),
+            rand(ALNUM, 10, 2),
+            rand(ALNUM, 8, 3)
+        );
+        assert_eq!(secret.len(), 40);
+        for text in [
+            format!("AWS_SECRET_ACCESS_KEY = \"{secret}\""),
+            format!("aws_secret_access_key={secret}"),
+            format!("  awsSecretKey: '{secret}',"),
+        ] {
+            let found = find_secrets(&text);
+            assert_eq!(found.len(), 1, "{text}: {found:?}");
+            assert_eq!(found[0].rule, AWS_SECRET);
+            assert_eq!(&text[found[0].range.clone()], secret);
+            let out = redact(&text);
+            assert!(!out.contains(&secret), "{out}");
+            assert!(out.contains("[REDACTED aws-secret-access-key]"), "{out}");
+        }
+        // AWS's documented example key and a longer base64 run are not it.
+        let example = "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+        assert!(find_secrets(example).is_empty());
+        assert!(
+            find_secrets(&format!("aws_secret = {secret}AAAA"))
+                .iter()
+                .all(|m| m.rule != AWS_SECRET)
+        );
+    }
+
+    #[test]
+    fn aws_secret_next_to_its_key_id_is_masked_on_its_own_line() {
+        let id = fake("aws-access-token", 5);
+        let secret = format!("{}9{}", rand(ALNUM, 20, 7), rand(ALNUM, 19, 8));
+        let text = format!("[default]\nkey = {id}\nvalue = {secret}\nregion = eu-west-1\n");
+        let out = redact(&text);
+        assert!(!out.contains(&secret) && !out.contains(&id), "{out}");
+        assert!(
+            out.contains("value = [REDACTED aws-secret-access-key]"),
+            "{out}"
+        );
+        assert!(out.contains("region = eu-west-1"));
+        // Far away (more than three lines) or without a key ID, a 40-character value is not.
+        let far = format!("key = {id}\n\n\n\n\nvalue = {secret}\n");
+        assert!(redact(&far).contains(&secret));
+        assert!(matches!(
+            redact(&format!("value = {secret}")),
+            Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn password_in_a_url() {
+        let pw = rand(ALNUM, 16, 3);
+        let text = format!("DATABASE_URL=postgres://app:{pw}@db.internal:5432/app");
+        let found = find_secrets(&text);
+        assert!(
+            found
+                .iter()
+                .any(|m| m.rule == URL_PASSWORD && text[m.range.clone()] == pw),
+            "{found:?}"
+        );
+        assert_eq!(
+            redact(&text),
+            "DATABASE_URL=postgres://app:[REDACTED url-password]@db.internal:5432/app"
+        );
+        for text in [
+            "postgres://app:${DB_PASSWORD}@db/app",
+            "https://user:<password>@example.com",
+            "see https://example.com/a:b@c and git@github.com:o/r.git",
+        ] {
+            assert!(
+                find_secrets(text).iter().all(|m| m.rule != URL_PASSWORD),
+                "{text}"
+            );
+        }
+        assert!(find_secrets("redis://:password@host").is_empty());
+    }
+
+    #[test]
+    fn remembered_values_are_masked_anywhere() {
+        let value = format!("{}Q7", rand(ALNUM, 30, 77));
+        let key = format!("API_KEY={value}");
+        // The generic rule only detects; a remembered value is masked wherever it turns up.
+        assert!(redact(&format!("echo {value}")).contains(&value));
+        remember(secret_values(&key));
+        assert_eq!(
+            redact(&format!("lens says: {value}!")),
+            "lens says: [REDACTED generic-api-key]!"
+        );
+        assert_eq!(
+            redact(&format!("error: {value}")),
+            "error: [REDACTED generic-api-key]"
+        );
+        // Too short to remember safely.
+        remember([(GENERIC, "abc123")]);
+        assert_eq!(redact("abc123"), "abc123");
+    }
+
+    #[test]
+    fn private_key_body_lines_are_remembered_one_by_one() {
+        let key = fake("private-key", 21);
+        let diff: String = key.lines().map(|l| format!("+{l}\n")).collect();
+        let values = secret_values(&diff);
+        assert_eq!(values.len(), 4, "{values:?}");
+        remember(values);
+        for line in key.lines().filter(|l| !l.starts_with("-----")) {
+            assert_eq!(redact(line), "[REDACTED private-key]", "{line}");
+        }
     }
 
     #[test]

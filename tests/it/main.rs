@@ -4,4 +4,5 @@ mod action;
 mod backends;
 mod cli;
 mod fake_github;
+mod hardening;
 mod pr;
