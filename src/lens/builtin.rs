@@ -10,7 +10,7 @@
 //! | merge-conflict markers | blocking | high | the file does not build, or both sides ship |
 //! | bidi control (U+202A–U+202E, U+2066–U+2069) | blocking | high | Trojan Source: shown code differs from run code |
 //! | Unicode tag characters (U+E0000–U+E007F) | blocking | high | invisible ASCII smuggling, aimed at AI reviewers |
-//! | other invisible characters (zero-width, soft hyphen, marks, BOM not at file start) | advisory | medium | often pasted by accident; legitimate in some RTL/Indic text |
+//! | other invisible characters (zero-width, soft hyphen, marks, fillers, BOM not at file start, variation selectors after ASCII or in a run) | advisory | medium | often pasted by accident; legitimate in some RTL/Indic text |
 //! | Python `breakpoint()`, `pdb`/`ipdb`/`pudb` `.set_trace()` | blocking | high | stops the program at a debugger prompt |
 //! | JavaScript `debugger` statement | blocking | high | pauses whenever dev tools are open; ESLint's recommended set rejects it |
 //! | Rust `dbg!` | advisory | high | surely leftover, but only prints to stderr |
@@ -1190,6 +1190,25 @@ mod tests {
             review_patch(&added("a.rs", &["breakpoint();"])).findings,
             vec![]
         );
+    }
+
+    #[test]
+    fn variation_selectors_only_where_they_carry_data() {
+        let flagged = |line: &str| {
+            review_patch(&added("a.js", &[line]))
+                .findings
+                .iter()
+                .any(|f| f.title == "Invisible Unicode character")
+        };
+        // An emoji or an ideograph with its selector is how such text is written.
+        assert!(!flagged("const ok = \"\u{2764}\u{FE0F}\";"));
+        assert!(!flagged("const kanji = \"\u{845B}\u{E0100}\";"));
+        // After ASCII, or a run of them (variation-selector smuggling), they carry data.
+        assert!(flagged("const a = \"a\u{FE0F}\";"));
+        assert!(flagged(
+            "const b = \"\u{1F600}\u{E0100}\u{E0101}\u{E0102}\";"
+        ));
+        assert!(flagged("let filler = \"\u{3164}\";"));
     }
 
     #[test]
