@@ -598,7 +598,7 @@ pub fn remember<'a>(secrets: impl IntoIterator<Item = (&'static str, &'a str)>) 
         return;
     }
     // Longest first, so a value that contains another is masked whole.
-    values.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+    values.sort_by_key(|v| std::cmp::Reverse(v.0.len()));
     let automaton = aho_corasick::AhoCorasick::builder()
         .match_kind(aho_corasick::MatchKind::LeftmostLongest)
         .build(values.iter().map(|(v, _)| v.as_str()));
