@@ -442,7 +442,7 @@ fn init_logging() {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(crate::redact::redacting_stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }

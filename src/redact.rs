@@ -58,6 +58,29 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A writer that masks secrets in everything written through it: the log writer
+/// (`tracing_subscriber::fmt().with_writer(redact::redacting_stderr)`), so no log line carries
+/// a secret whatever a field holds. The formatter writes one event per call, so a secret is
+/// never split across two writes.
+pub struct RedactingWriter<W: std::io::Write>(pub W);
+
+impl<W: std::io::Write> std::io::Write for RedactingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        self.0.write_all(redact(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Standard error through [`RedactingWriter`].
+pub fn redacting_stderr() -> RedactingWriter<std::io::Stderr> {
+    RedactingWriter(std::io::stderr())
+}
+
 /// Every secret in `text`, in order, without overlaps (a specific rule wins over
 /// `generic-api-key`). See the module documentation for how this differs from [`redact`].
 pub fn find_secrets(text: &str) -> Vec<SecretMatch> {
@@ -1359,6 +1382,20 @@ pub(crate) mod tests {
         for line in key.lines().filter(|l| !l.starts_with("-----")) {
             assert_eq!(redact(line), "[REDACTED private-key]", "{line}");
         }
+    }
+
+    #[test]
+    fn log_writer_masks_secrets() {
+        use std::io::Write;
+        let s = fake("github-pat", 31);
+        let mut w = RedactingWriter(Vec::new());
+        w.write_all(format!("INFO lens finished error=\"token {s} refused\"\n").as_bytes())
+            .unwrap();
+        let out = String::from_utf8(w.0).unwrap();
+        assert_eq!(
+            out,
+            "INFO lens finished error=\"token [REDACTED github-pat] refused\"\n"
+        );
     }
 
     #[test]

@@ -123,6 +123,11 @@ fn detected_secrets_are_masked_in_every_format_and_in_quoted_lines() {
     }
 }
 
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// A command lens whose answer is `answer`, written into `dir`.
 fn echo_lens(dir: &Path, answer: &Value) -> String {
     let answer_path = dir.join("answer.json");
@@ -136,11 +141,7 @@ fn echo_lens(dir: &Path, answer: &Value) -> String {
         ),
     )
     .unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    make_executable(&script);
     config(
         dir,
         &format!(
@@ -253,11 +254,7 @@ fn a_lens_sees_no_agent_config_from_the_cwd_and_no_file_name_as_an_argument() {
         ),
     )
     .unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    make_executable(&script);
     let cfg = config(
         dir.path(),
         &format!(
