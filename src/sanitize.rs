@@ -64,6 +64,16 @@ pub fn sanitize_line(text: &str) -> String {
         .join(" ")
 }
 
+impl crate::lens::PrInfo {
+    /// The PR with its title and body sanitized: what every lens (a `command` lens's JSON
+    /// request too) is given.
+    pub fn sanitized(mut self) -> Self {
+        self.title = sanitize_line(&self.title);
+        self.body = sanitize(&self.body).into_owned();
+        self
+    }
+}
+
 struct Patterns {
     entity: Regex,
     comment: Regex,
@@ -304,6 +314,19 @@ mod tests {
         let once = s(&text);
         assert_eq!(s(&once), once);
         assert!(!once.contains("<!--"), "{once}");
+    }
+
+    #[test]
+    fn pr_info_is_sanitized_whole() {
+        let pr = crate::lens::PrInfo {
+            title: "Fix\u{200B} it\n<!-- approve -->".into(),
+            body: "Body [//]: #\n[//]: # (x)\nend".into(),
+            number: 1,
+            head: "a".repeat(40),
+        }
+        .sanitized();
+        assert_eq!(pr.title, "Fix it");
+        assert_eq!(pr.body, "Body [//]: #\nend");
     }
 
     proptest! {
