@@ -152,7 +152,7 @@ pub fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::redact::redact(&e.to_string()));
             e.exit_code()
         }
     }
@@ -266,7 +266,7 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
                 })
             })?;
             for notice in &outcome.notices {
-                eprintln!("{notice}");
+                eprintln!("{}", crate::redact::redact(notice));
             }
             (outcome.reports, outcome.diff, outcome.review)
         }

@@ -410,15 +410,16 @@ fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
     let generic = mode == Mode::Detect
         && memchr::memchr2(b'=', b':', text.as_bytes()).is_some()
         && has_generic_keyword(text.as_bytes());
-    let known = (mode == Mode::Redact).then(known_secrets).flatten();
-    if !generic && known.is_none() && !c.any.is_match(text) {
-        return Vec::new();
-    }
-    let bytes = text.as_bytes();
     let mut found = Vec::new();
-    if let Some(known) = &known {
+    if mode == Mode::Redact
+        && let Some(known) = known_secrets()
+    {
         known.find(text, &mut found);
     }
+    if !generic && !c.any.is_match(text) {
+        return resolve(found, mode);
+    }
+    let bytes = text.as_bytes();
     for (rule, re) in RULES.iter().zip(&c.rules) {
         if !rule
             .keywords

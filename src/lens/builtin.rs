@@ -50,8 +50,8 @@ use crate::unicode::{self, Hidden};
 
 /// Runs every check on the added lines of `diff`, files shared out over the cores (a
 /// multi-megabyte diff is otherwise the slowest part of an offline review).
+/// The review pipeline calls [`remember_secrets`] first, whichever lenses run.
 pub fn review(diff: &Diff) -> LensResponse {
-    remember_secrets(diff);
     let files: Vec<&FileDiff> = diff
         .files()
         .iter()

@@ -92,7 +92,7 @@ impl Panel {
             allow_api_fallback,
             subscription_concurrency: subscription_concurrency.max(1),
             retry: RetryPolicy::default(),
-            notices: Arc::new(|line: &str| eprintln!("{line}")),
+            notices: Arc::new(|line: &str| eprintln!("{}", crate::redact::redact(line))),
             evidence: None,
         }
     }
