@@ -165,7 +165,7 @@ pub fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::redact::redact(&e.to_string()));
             e.exit_code()
         }
     }
@@ -299,7 +299,7 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
                 })
             })?;
             for notice in &outcome.notices {
-                eprintln!("{notice}");
+                eprintln!("{}", crate::redact::redact(&notice.to_string()));
             }
             (outcome.reports, outcome.diff, outcome.review)
         }
@@ -504,7 +504,7 @@ fn init_logging() {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("reviewbot=warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(crate::redact::redacting_stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }

@@ -27,5 +27,7 @@ pub mod plan;
 pub mod redact;
 pub mod render;
 pub mod review;
+pub mod sanitize;
 pub mod server;
 pub mod store;
+pub mod unicode;

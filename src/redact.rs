@@ -58,6 +58,29 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A writer that masks secrets in everything written through it: the log writer
+/// (`tracing_subscriber::fmt().with_writer(redact::redacting_stderr)`), so no log line carries
+/// a secret whatever a field holds. The formatter writes one event per call, so a secret is
+/// never split across two writes.
+pub struct RedactingWriter<W: std::io::Write>(pub W);
+
+impl<W: std::io::Write> std::io::Write for RedactingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        self.0.write_all(redact(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Standard error through [`RedactingWriter`].
+pub fn redacting_stderr() -> RedactingWriter<std::io::Stderr> {
+    RedactingWriter(std::io::stderr())
+}
+
 /// Every secret in `text`, in order, without overlaps (a specific rule wins over
 /// `generic-api-key`). See the module documentation for how this differs from [`redact`].
 pub fn find_secrets(text: &str) -> Vec<SecretMatch> {
@@ -66,8 +89,11 @@ pub fn find_secrets(text: &str) -> Vec<SecretMatch> {
 
 /// A human name for a rule id (`github-pat` → `GitHub personal access token`).
 pub fn rule_name(rule: &str) -> Option<&'static str> {
-    if rule == PRIVATE_KEY {
-        return Some("private key");
+    match rule {
+        PRIVATE_KEY => return Some("private key"),
+        AWS_SECRET => return Some("AWS secret access key"),
+        URL_PASSWORD => return Some("password in a URL"),
+        _ => {}
     }
     RULES.iter().find(|r| r.id == rule).map(|r| r.name)
 }
@@ -75,6 +101,13 @@ pub fn rule_name(rule: &str) -> Option<&'static str> {
 /// Rule id of the `generic-api-key` rule, whose matches are less certain than the others.
 pub const GENERIC: &str = "generic-api-key";
 const PRIVATE_KEY: &str = "private-key";
+/// An AWS secret access key: named as one (`aws_secret_access_key = …`), or a 40-character
+/// key-shaped value within a few lines of an AWS access key ID (the pair is how they leak).
+const AWS_SECRET: &str = "aws-secret-access-key";
+/// The password of a `scheme://user:password@host` URL.
+const URL_PASSWORD: &str = "url-password";
+/// Lines either side of an AWS access key ID searched for its secret key.
+const AWS_PAIR_LINES: usize = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -327,6 +360,9 @@ struct Compiled {
     pem_begin: Regex,
     pem_end: Regex,
     generic: Regex,
+    aws_secret: Regex,
+    aws_shaped: Regex,
+    url_password: Regex,
 }
 
 /// The patterns are constants covered by tests; failing to compile one is a programming error.
@@ -340,6 +376,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         .flat_map(|r| r.keywords.iter().copied())
         .collect();
     literals.push(PEM_KEYWORD);
+    literals.extend(EXTRA_KEYWORDS);
     Compiled {
         any: aho_corasick::AhoCorasick::new(literals)
             .unwrap_or_else(|e| panic!("secret keywords: {e}")),
@@ -354,8 +391,17 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
             r"([A-Za-z0-9_.=+/~!@#$%^&*-]{10,})",
             r"(?:[`'\x22;,\s]|\\[nrt]|$)",
         )),
+        aws_secret: compile(concat!(
+            r"(?i)(?:aws|amazon)[a-z0-9_.-]{0,30}secret[a-z0-9_.-]{0,30}['\x22]?[ \t]*",
+            r"(?::=|=>|=|:)[ \t]*[`'\x22]?([A-Za-z0-9/+]{40})",
+        )),
+        aws_shaped: compile(r"[A-Za-z0-9/+]{40}"),
+        url_password: compile(r"[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s/:@]{1,100}:([^\s/@]{1,200})@"),
     }
 });
+
+/// Literals one of which the rules outside [`RULES`] need.
+const EXTRA_KEYWORDS: &[&str] = &["://", "secret", "SECRET", "Secret"];
 
 const PEM_KEYWORD: &str = "PRIVATE KEY";
 
@@ -364,11 +410,16 @@ fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
     let generic = mode == Mode::Detect
         && memchr::memchr2(b'=', b':', text.as_bytes()).is_some()
         && has_generic_keyword(text.as_bytes());
+    let mut found = Vec::new();
+    if mode == Mode::Redact
+        && let Some(known) = known_secrets()
+    {
+        known.find(text, &mut found);
+    }
     if !generic && !c.any.is_match(text) {
-        return Vec::new();
+        return resolve(found, mode);
     }
     let bytes = text.as_bytes();
-    let mut found = Vec::new();
     for (rule, re) in RULES.iter().zip(&c.rules) {
         if !rule
             .keywords
@@ -415,10 +466,195 @@ fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
     if memmem::find(bytes, PEM_KEYWORD.as_bytes()).is_some() {
         private_keys(text, mode, &mut found);
     }
+    if memmem::find(bytes, b"://").is_some() {
+        url_passwords(text, mode, &mut found);
+    }
+    if EXTRA_KEYWORDS[1..]
+        .iter()
+        .any(|k| memmem::find(bytes, k.as_bytes()).is_some())
+    {
+        named_aws_secrets(text, &mut found);
+    }
+    if found.iter().any(|m| m.rule == "aws-access-token") {
+        paired_aws_secrets(text, mode, &mut found);
+    }
     if generic {
         generic_keys(text, &mut found);
     }
     resolve(found, mode)
+}
+
+/// Whether the byte at `i` continues a base64 run (so a 40-character match is part of a longer
+/// string, not a key).
+fn base64_at(bytes: &[u8], i: usize) -> bool {
+    bytes
+        .get(i)
+        .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'/' || b == b'+')
+}
+
+/// `aws_secret_access_key = <40 characters>` and the like.
+fn named_aws_secrets(text: &str, found: &mut Vec<SecretMatch>) {
+    let bytes = text.as_bytes();
+    for caps in COMPILED.aws_secret.captures_iter(text) {
+        let Some(value) = caps.get(1) else { continue };
+        if base64_at(bytes, value.end()) || value.as_str().ends_with("EXAMPLEKEY") {
+            continue;
+        }
+        found.push(SecretMatch {
+            rule: AWS_SECRET,
+            range: value.range(),
+        });
+    }
+}
+
+/// A key-shaped 40-character value within [`AWS_PAIR_LINES`] lines of an AWS access key ID.
+fn paired_aws_secrets(text: &str, mode: Mode, found: &mut Vec<SecretMatch>) {
+    let bytes = text.as_bytes();
+    let ids: Vec<usize> = found
+        .iter()
+        .filter(|m| m.rule == "aws-access-token")
+        .map(|m| m.range.start)
+        .collect();
+    let mut extra = Vec::new();
+    for id in ids {
+        let mut start = id;
+        for _ in 0..=AWS_PAIR_LINES {
+            start = text[..start].rfind('\n').unwrap_or(0);
+        }
+        let mut end = id;
+        for _ in 0..=AWS_PAIR_LINES {
+            end = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
+        }
+        let window = &text[start..end];
+        for m in COMPILED.aws_shaped.find_iter(window) {
+            let range = start + m.start()..start + m.end();
+            let token = m.as_str();
+            let plausible = token.bytes().any(|b| b.is_ascii_digit())
+                && token.bytes().any(|b| b.is_ascii_lowercase())
+                && token.bytes().any(|b| b.is_ascii_uppercase())
+                && (mode == Mode::Redact || entropy(token) >= 4.0);
+            if plausible
+                && !base64_at(bytes, range.end)
+                && !(range.start > 0 && base64_at(bytes, range.start - 1))
+            {
+                extra.push(SecretMatch {
+                    rule: AWS_SECRET,
+                    range,
+                });
+            }
+        }
+    }
+    found.extend(extra);
+}
+
+/// `scheme://user:password@host`: the password. Template variables are not passwords.
+fn url_passwords(text: &str, mode: Mode, found: &mut Vec<SecretMatch>) {
+    for caps in COMPILED.url_password.captures_iter(text) {
+        let Some(value) = caps.get(1) else { continue };
+        let v = value.as_str();
+        let template =
+            v.starts_with(['$', '{', '<', '%']) || v.bytes().all(|b| b == b'*' || b == b'x');
+        let placeholder = mode == Mode::Detect
+            && (matches!(
+                v.to_ascii_lowercase().as_str(),
+                "password" | "pass" | "pwd" | "secret"
+            ) || v.len() < 4);
+        if !template && !placeholder {
+            found.push(SecretMatch {
+                rule: URL_PASSWORD,
+                range: value.range(),
+            });
+        }
+    }
+}
+
+/// Values detected as secrets elsewhere (in the diff under review), masked wherever they
+/// appear: in a lens's echo, a log line, an error.
+struct Known {
+    values: Vec<(String, &'static str)>,
+    automaton: aho_corasick::AhoCorasick,
+}
+
+impl Known {
+    fn find(&self, text: &str, found: &mut Vec<SecretMatch>) {
+        for m in self.automaton.find_iter(text) {
+            found.push(SecretMatch {
+                rule: self.values[m.pattern().as_usize()].1,
+                range: m.range(),
+            });
+        }
+    }
+}
+
+static KNOWN: std::sync::RwLock<Option<std::sync::Arc<Known>>> = std::sync::RwLock::new(None);
+
+/// The most values remembered; a diff holding more secrets than this has bigger problems,
+/// and every rule still masks its own matches.
+const MAX_KNOWN: usize = 4096;
+/// Shorter values are not remembered: masking them everywhere would garble ordinary text.
+const MIN_KNOWN_LEN: usize = 12;
+
+fn known_secrets() -> Option<std::sync::Arc<Known>> {
+    KNOWN.read().ok().and_then(|k| k.clone())
+}
+
+/// Remembers secret values so that [`redact`] masks them everywhere from now on, whatever
+/// rule found them (`generic-api-key` included) and whatever text they later turn up in.
+/// Values shorter than 12 characters are ignored.
+pub fn remember<'a>(secrets: impl IntoIterator<Item = (&'static str, &'a str)>) {
+    let fresh: Vec<(String, &'static str)> = secrets
+        .into_iter()
+        .map(|(rule, v)| (v.trim().to_owned(), rule))
+        .filter(|(v, _)| v.len() >= MIN_KNOWN_LEN && !v.contains("REDACTED"))
+        .collect();
+    if fresh.is_empty() {
+        return;
+    }
+    let Ok(mut guard) = KNOWN.write() else { return };
+    let mut values = guard.as_ref().map(|k| k.values.clone()).unwrap_or_default();
+    let before = values.len();
+    for (v, rule) in fresh {
+        if values.len() < MAX_KNOWN && !values.iter().any(|(have, _)| *have == v) {
+            values.push((v, rule));
+        }
+    }
+    if values.len() == before {
+        return;
+    }
+    // Longest first, so a value that contains another is masked whole.
+    values.sort_by_key(|v| std::cmp::Reverse(v.0.len()));
+    let automaton = aho_corasick::AhoCorasick::builder()
+        .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+        .build(values.iter().map(|(v, _)| v.as_str()));
+    if let Ok(automaton) = automaton {
+        *guard = Some(std::sync::Arc::new(Known { values, automaton }));
+    }
+}
+
+/// Every secret value in a multi-line `text` (a file's diff), each line of a private-key block
+/// on its own: what [`remember`] needs so that each line is masked wherever it is shown alone.
+pub fn secret_values(text: &str) -> Vec<(&'static str, &str)> {
+    let mut out = Vec::new();
+    for m in find_secrets(text) {
+        let value = &text[m.range.clone()];
+        if m.rule == PRIVATE_KEY {
+            for line in value.lines() {
+                let line = line.trim();
+                // One diff marker (`+`, `-`, ` `) may lead; the BEGIN/END lines are rules' own.
+                let line = if line.contains("-----") {
+                    line
+                } else {
+                    line.strip_prefix(['+', '-']).unwrap_or(line).trim()
+                };
+                if !line.contains("-----") && !line.is_empty() {
+                    out.push((m.rule, line));
+                }
+            }
+        } else {
+            out.push((m.rule, value));
+        }
+    }
+    out
 }
 
 /// Private-key PEM blocks. With an END line, the whole block; without one (a diff line, a
@@ -1034,6 +1270,133 @@ pub(crate) mod tests {
         let once = redact(&text).into_owned();
         assert_eq!(redact(&once), once);
         assert!(!once.contains(&aws) && !once.contains(&gh), "{once}");
+    }
+
+    #[test]
+    fn named_aws_secret_access_key() {
+        let secret = format!(
+            "{}/{}+{}",
+            rand(ALNUM, 20, 1),
+            rand(ALNUM, 10, 2),
+            rand(ALNUM, 8, 3)
+        );
+        assert_eq!(secret.len(), 40);
+        for text in [
+            format!("AWS_SECRET_ACCESS_KEY = \"{secret}\""),
+            format!("aws_secret_access_key={secret}"),
+            format!("  awsSecretKey: '{secret}',"),
+        ] {
+            let found = find_secrets(&text);
+            assert_eq!(found.len(), 1, "{text}: {found:?}");
+            assert_eq!(found[0].rule, AWS_SECRET);
+            assert_eq!(&text[found[0].range.clone()], secret);
+            let out = redact(&text);
+            assert!(!out.contains(&secret), "{out}");
+            assert!(out.contains("[REDACTED aws-secret-access-key]"), "{out}");
+        }
+        // AWS's documented example key and a longer base64 run are not it.
+        let example = "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+        assert!(find_secrets(example).is_empty());
+        assert!(
+            find_secrets(&format!("aws_secret = {secret}AAAA"))
+                .iter()
+                .all(|m| m.rule != AWS_SECRET)
+        );
+    }
+
+    #[test]
+    fn aws_secret_next_to_its_key_id_is_masked_on_its_own_line() {
+        let id = fake("aws-access-token", 5);
+        let secret = format!("{}9{}", rand(ALNUM, 20, 7), rand(ALNUM, 19, 8));
+        let text = format!("[default]\nkey = {id}\nvalue = {secret}\nregion = eu-west-1\n");
+        let out = redact(&text);
+        assert!(!out.contains(&secret) && !out.contains(&id), "{out}");
+        assert!(
+            out.contains("value = [REDACTED aws-secret-access-key]"),
+            "{out}"
+        );
+        assert!(out.contains("region = eu-west-1"));
+        // Far away (more than three lines) or without a key ID, a 40-character value is not.
+        let far = format!("key = {id}\n\n\n\n\nvalue = {secret}\n");
+        assert!(redact(&far).contains(&secret));
+        assert!(matches!(
+            redact(&format!("value = {secret}")),
+            Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn password_in_a_url() {
+        let pw = rand(ALNUM, 16, 3);
+        let text = format!("DATABASE_URL=postgres://app:{pw}@db.internal:5432/app");
+        let found = find_secrets(&text);
+        assert!(
+            found
+                .iter()
+                .any(|m| m.rule == URL_PASSWORD && text[m.range.clone()] == pw),
+            "{found:?}"
+        );
+        assert_eq!(
+            redact(&text),
+            "DATABASE_URL=postgres://app:[REDACTED url-password]@db.internal:5432/app"
+        );
+        for text in [
+            "postgres://app:${DB_PASSWORD}@db/app",
+            "https://user:<password>@example.com",
+            "see https://example.com/a:b@c and git@github.com:o/r.git",
+        ] {
+            assert!(
+                find_secrets(text).iter().all(|m| m.rule != URL_PASSWORD),
+                "{text}"
+            );
+        }
+        assert!(find_secrets("redis://:password@host").is_empty());
+    }
+
+    #[test]
+    fn remembered_values_are_masked_anywhere() {
+        let value = format!("{}Q7", rand(ALNUM, 30, 77));
+        let key = format!("API_KEY={value}");
+        // The generic rule only detects; a remembered value is masked wherever it turns up.
+        assert!(redact(&format!("echo {value}")).contains(&value));
+        remember(secret_values(&key));
+        assert_eq!(
+            redact(&format!("lens says: {value}!")),
+            "lens says: [REDACTED generic-api-key]!"
+        );
+        assert_eq!(
+            redact(&format!("error: {value}")),
+            "error: [REDACTED generic-api-key]"
+        );
+        // Too short to remember safely.
+        remember([(GENERIC, "abc123")]);
+        assert_eq!(redact("abc123"), "abc123");
+    }
+
+    #[test]
+    fn private_key_body_lines_are_remembered_one_by_one() {
+        let key = fake("private-key", 21);
+        let diff: String = key.lines().map(|l| format!("+{l}\n")).collect();
+        let values = secret_values(&diff);
+        assert_eq!(values.len(), 4, "{values:?}");
+        remember(values);
+        for line in key.lines().filter(|l| !l.starts_with("-----")) {
+            assert_eq!(redact(line), "[REDACTED private-key]", "{line}");
+        }
+    }
+
+    #[test]
+    fn log_writer_masks_secrets() {
+        use std::io::Write;
+        let s = fake("github-pat", 31);
+        let mut w = RedactingWriter(Vec::new());
+        w.write_all(format!("INFO lens finished error=\"token {s} refused\"\n").as_bytes())
+            .unwrap();
+        let out = String::from_utf8(w.0).unwrap();
+        assert_eq!(
+            out,
+            "INFO lens finished error=\"token [REDACTED github-pat] refused\"\n"
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! | merge-conflict markers | blocking | high | the file does not build, or both sides ship |
 //! | bidi control (U+202A–U+202E, U+2066–U+2069) | blocking | high | Trojan Source: shown code differs from run code |
 //! | Unicode tag characters (U+E0000–U+E007F) | blocking | high | invisible ASCII smuggling, aimed at AI reviewers |
-//! | other invisible characters (zero-width, soft hyphen, marks, BOM not at file start) | advisory | medium | often pasted by accident; legitimate in some RTL/Indic text |
+//! | other invisible characters (zero-width, soft hyphen, marks, fillers, BOM not at file start, variation selectors after ASCII or in a run) | advisory | medium | often pasted by accident; legitimate in some RTL/Indic text |
 //! | Python `breakpoint()`, `pdb`/`ipdb`/`pudb` `.set_trace()` | blocking | high | stops the program at a debugger prompt |
 //! | JavaScript `debugger` statement | blocking | high | pauses whenever dev tools are open; ESLint's recommended set rejects it |
 //! | Rust `dbg!` | advisory | high | surely leftover, but only prints to stderr |
@@ -45,9 +45,11 @@ use memchr::memmem;
 use crate::diff::{Diff, DiffLine, FileDiff, LineKind, Side};
 use crate::lens::contract::{Confidence, LensResponse, RawFinding, Severity};
 use crate::redact;
+use crate::unicode::{self, Hidden};
 
 /// Runs every check on the added lines of `diff`, files shared out over the cores (a
 /// multi-megabyte diff is otherwise the slowest part of an offline review).
+/// The review pipeline calls [`remember_secrets`] first, whichever lenses run.
 pub fn review(diff: &Diff) -> LensResponse {
     let files: Vec<&FileDiff> = diff
         .files()
@@ -66,6 +68,20 @@ pub fn review(diff: &Diff) -> LensResponse {
     LensResponse {
         findings,
         summary: None,
+    }
+}
+
+/// Remembers every secret this lens would detect anywhere in `diff` (any side, across lines:
+/// private-key bodies, an AWS secret key next to its key ID), so that every output masks
+/// those values wherever they appear — quoted diff lines, a lens's echo, logs, errors.
+pub fn remember_secrets(diff: &Diff) {
+    for file in diff.files().iter().filter(|f| !f.binary) {
+        let lockfile = is_lockfile(file.path());
+        redact::remember(
+            redact::secret_values(diff.file_text(file))
+                .into_iter()
+                .filter(|(rule, _)| !(lockfile && *rule == redact::GENERIC)),
+        );
     }
 }
 
@@ -337,26 +353,6 @@ fn conflict_marker(text: &str) -> Option<&'static str> {
         .or_else(|| (text.trim_end() == "=======").then_some("======="))
 }
 
-fn is_bidi(c: char) -> bool {
-    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-}
-
-fn is_tag(c: char) -> bool {
-    matches!(c, '\u{E0000}'..='\u{E007F}')
-}
-
-fn is_invisible(c: char) -> bool {
-    matches!(
-        c,
-        '\u{200B}'..='\u{200F}'
-            | '\u{2060}'..='\u{2064}'
-            | '\u{FEFF}'
-            | '\u{00AD}'
-            | '\u{180E}'
-            | '\u{061C}'
-    )
-}
-
 fn is_emoji(c: Option<char>) -> bool {
     c.is_some_and(|c| matches!(c, '\u{1F000}'..='\u{1FAFF}' | '\u{2600}'..='\u{27BF}' | '\u{FE0F}'))
 }
@@ -369,62 +365,36 @@ fn unicode_hits(text: &str, first_line: bool) -> (Vec<char>, Vec<char>, Vec<char
     let mut chars = text.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
         let next = chars.peek().map(|&(_, c)| c);
-        if is_bidi(c) {
-            bidi.push(c);
-        } else if is_tag(c) {
+        match unicode::hidden(c) {
+            Some(Hidden::Bidi) => bidi.push(c),
             // Subdivision flags: U+1F3F4, tag letters, U+E007F CANCEL TAG.
-            if !in_flag {
-                tags.push(c);
+            Some(Hidden::Tag) if !in_flag => tags.push(c),
+            Some(Hidden::Tag) => {}
+            // One selector right after a visible non-ASCII character (an emoji, an
+            // ideograph) is how such text is written; after ASCII or in a run it carries data.
+            Some(Hidden::Selector) => {
+                let after_glyph = prev.is_some_and(|p| !p.is_ascii() && !unicode::is_hidden(p));
+                if !after_glyph {
+                    invisible.push(c);
+                }
             }
-        } else if is_invisible(c) {
-            let bom_at_start = c == '\u{FEFF}' && first_line && i == 0;
-            let emoji_joiner = c == '\u{200D}' && is_emoji(prev) && is_emoji(next);
-            if !bom_at_start && !emoji_joiner {
-                invisible.push(c);
+            Some(Hidden::Invisible) => {
+                let bom_at_start = c == '\u{FEFF}' && first_line && i == 0;
+                let emoji_joiner = c == '\u{200D}' && is_emoji(prev) && is_emoji(next);
+                if !bom_at_start && !emoji_joiner {
+                    invisible.push(c);
+                }
             }
+            None => {}
         }
         if c == '\u{1F3F4}' {
             in_flag = true;
-        } else if !is_tag(c) || c == '\u{E007F}' {
+        } else if unicode::hidden(c) != Some(Hidden::Tag) || c == '\u{E007F}' {
             in_flag = false;
         }
         prev = Some(c);
     }
     (bidi, tags, invisible)
-}
-
-fn code_point_name(c: char) -> String {
-    let name = match c {
-        '\u{202A}' => "LEFT-TO-RIGHT EMBEDDING",
-        '\u{202B}' => "RIGHT-TO-LEFT EMBEDDING",
-        '\u{202C}' => "POP DIRECTIONAL FORMATTING",
-        '\u{202D}' => "LEFT-TO-RIGHT OVERRIDE",
-        '\u{202E}' => "RIGHT-TO-LEFT OVERRIDE",
-        '\u{2066}' => "LEFT-TO-RIGHT ISOLATE",
-        '\u{2067}' => "RIGHT-TO-LEFT ISOLATE",
-        '\u{2068}' => "FIRST STRONG ISOLATE",
-        '\u{2069}' => "POP DIRECTIONAL ISOLATE",
-        '\u{200B}' => "ZERO WIDTH SPACE",
-        '\u{200C}' => "ZERO WIDTH NON-JOINER",
-        '\u{200D}' => "ZERO WIDTH JOINER",
-        '\u{200E}' => "LEFT-TO-RIGHT MARK",
-        '\u{200F}' => "RIGHT-TO-LEFT MARK",
-        '\u{2060}' => "WORD JOINER",
-        '\u{2061}' => "FUNCTION APPLICATION",
-        '\u{2062}' => "INVISIBLE TIMES",
-        '\u{2063}' => "INVISIBLE SEPARATOR",
-        '\u{2064}' => "INVISIBLE PLUS",
-        '\u{FEFF}' => "ZERO WIDTH NO-BREAK SPACE (byte order mark)",
-        '\u{00AD}' => "SOFT HYPHEN",
-        '\u{180E}' => "MONGOLIAN VOWEL SEPARATOR",
-        '\u{061C}' => "ARABIC LETTER MARK",
-        _ => "",
-    };
-    if name.is_empty() {
-        format!("U+{:04X}", u32::from(c))
-    } else {
-        format!("U+{:04X} {name}", u32::from(c))
-    }
 }
 
 fn lang_of(path: &str) -> Lang {
@@ -484,7 +454,7 @@ fn masked_line(text: &str, secrets: &[redact::SecretMatch]) -> String {
     let clean: String = masked
         .trim()
         .chars()
-        .filter(|&c| !c.is_control() && !is_bidi(c) && !is_tag(c) && !is_invisible(c))
+        .filter(|&c| !c.is_control() && !unicode::is_hidden(c))
         .collect();
     const MAX: usize = 160;
     match clean.char_indices().nth(MAX) {
@@ -686,7 +656,7 @@ fn describe(check: Check, members: &[Hit], at: &Where) -> (String, String) {
         Check::Bidi => {
             let names: Vec<String> = distinct_chars(members)
                 .into_iter()
-                .map(code_point_name)
+                .map(unicode::name)
                 .collect();
             (
                 "Bidirectional control character (Trojan Source)".to_owned(),
@@ -720,7 +690,7 @@ fn describe(check: Check, members: &[Hit], at: &Where) -> (String, String) {
         Check::Invisible => {
             let names: Vec<String> = distinct_chars(members)
                 .into_iter()
-                .map(code_point_name)
+                .map(unicode::name)
                 .collect();
             (
                 "Invisible Unicode character".to_owned(),
@@ -1219,6 +1189,25 @@ mod tests {
             review_patch(&added("a.rs", &["breakpoint();"])).findings,
             vec![]
         );
+    }
+
+    #[test]
+    fn variation_selectors_only_where_they_carry_data() {
+        let flagged = |line: &str| {
+            review_patch(&added("a.js", &[line]))
+                .findings
+                .iter()
+                .any(|f| f.title == "Invisible Unicode character")
+        };
+        // An emoji or an ideograph with its selector is how such text is written.
+        assert!(!flagged("const ok = \"\u{2764}\u{FE0F}\";"));
+        assert!(!flagged("const kanji = \"\u{845B}\u{E0100}\";"));
+        // After ASCII, or a run of them (variation-selector smuggling), they carry data.
+        assert!(flagged("const a = \"a\u{FE0F}\";"));
+        assert!(flagged(
+            "const b = \"\u{1F600}\u{E0100}\u{E0101}\u{E0102}\";"
+        ));
+        assert!(flagged("let filler = \"\u{3164}\";"));
     }
 
     #[test]

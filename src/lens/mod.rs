@@ -163,6 +163,9 @@ pub struct Provenance {
     /// How many calls the lens made, when a review was split into several.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calls: Option<usize>,
+    /// Findings over the per-lens cap, dropped from the round (counted, never silent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub findings_dropped: Option<usize>,
 }
 
 /// The outcome of one lens: its provenance and, when it answered, its response.

@@ -24,7 +24,18 @@ impl LensResponse {
         };
         from_value(value)
     }
+
+    /// Keeps the first `max` findings and says how many were dropped: a lens that floods the
+    /// review (500 findings) is cut, and the cut is counted, never silent.
+    pub fn cap(&mut self, max: usize) -> usize {
+        let dropped = self.findings.len().saturating_sub(max);
+        self.findings.truncate(max);
+        dropped
+    }
 }
+
+/// The most findings one lens contributes to a round.
+pub const MAX_FINDINGS_PER_LENS: usize = 50;
 
 /// The one JSON object in `text`: inside fences when any fence holds an object, else anywhere
 /// at the top level of the prose.
@@ -276,6 +287,16 @@ mod tests {
             LensResponse::parse(text).unwrap().findings[0].title,
             "Unbalanced } in format"
         );
+    }
+
+    #[test]
+    fn cap_counts_what_it_drops() {
+        let mut r = LensResponse::parse(ONE).unwrap();
+        let one = r.findings[0].clone();
+        r.findings = vec![one; 120];
+        assert_eq!(r.cap(MAX_FINDINGS_PER_LENS), 70);
+        assert_eq!(r.findings.len(), 50);
+        assert_eq!(r.cap(MAX_FINDINGS_PER_LENS), 0);
     }
 
     proptest::proptest! {

@@ -13,6 +13,11 @@ use crate::review::rounds::RoundMarker;
 /// GitHub's limit on a review body.
 pub const MAX_BODY_CHARS: usize = 65_536;
 
+/// The most characters of a lens's finding body a line comment carries.
+pub const MAX_COMMENT_BODY_CHARS: usize = 4_000;
+/// The most characters of a finding's title.
+pub const MAX_TITLE_CHARS: usize = 200;
+
 /// Labels and caps the body mentions.
 #[derive(Debug, Clone)]
 pub struct BodyOptions<'a> {
@@ -106,6 +111,9 @@ pub fn body(report: &Report, opts: &BodyOptions<'_>) -> String {
         }
         tail.push('\n');
     }
+    for line in crate::render::capped_lenses(report) {
+        let _ = writeln!(tail, "{line}\n");
+    }
     let tail = fit(tail, MAX_BODY_CHARS / 4);
 
     let rest: Vec<&Finding> = report
@@ -195,7 +203,7 @@ fn list(out: &mut String, heading: &str, findings: &[&Finding], room: &mut usize
         let item = format!(
             "- **{}.** {} (`{}`; {} confidence) <!-- reviewbot finding={} -->\n",
             severity_word(f.severity),
-            clean(f.title.trim().trim_end_matches('.')),
+            title(f),
             clean(&place(&f.path, f.start_line, f.line, f.side)),
             f.confidence.as_str(),
             f.fingerprint
@@ -217,17 +225,60 @@ fn list(out: &mut String, heading: &str, findings: &[&Finding], room: &mut usize
 }
 
 /// A line comment: severity, title and body, confidence and lenses, and its hidden marker.
+/// The title is one line of at most [`MAX_TITLE_CHARS`], the body at most
+/// [`MAX_COMMENT_BODY_CHARS`] (then "(truncated)").
 pub fn comment(f: &Finding) -> String {
     let lenses: Vec<&str> = f.lenses.iter().map(|l| l.as_str()).collect();
     format!(
         "**{}.** {}. {}\n\n({} confidence · {})\n<!-- reviewbot finding={} -->",
         severity_word(f.severity),
-        clean(f.title.trim().trim_end_matches('.')),
-        clean(f.body.trim()),
+        title(f),
+        truncate(&clean(f.body.trim()), MAX_COMMENT_BODY_CHARS),
         f.confidence.as_str(),
         lenses.join(", "),
         f.fingerprint
     )
+}
+
+/// A finding's title, cleaned, on one line, capped.
+fn title(f: &Finding) -> String {
+    let one_line = crate::sanitize::sanitize_line(f.title.trim().trim_end_matches('.'));
+    let clean = clean(&one_line);
+    match clean.char_indices().nth(MAX_TITLE_CHARS) {
+        Some((cut, _)) => format!("{} …", clean[..cut].trim_end()),
+        None => clean,
+    }
+}
+
+/// `text` cut to `max` characters, at a line break when one is near, with a code fence left
+/// open closed again (so nothing after it, the marker included, is swallowed into code).
+fn truncate(text: &str, max: usize) -> String {
+    let Some((cut, _)) = text.char_indices().nth(max) else {
+        return text.to_owned();
+    };
+    let head = &text[..cut];
+    let head = match head.rfind('\n') {
+        Some(nl) if nl > cut / 2 => &head[..nl],
+        _ => head,
+    };
+    let mut out = head.trim_end().to_owned();
+    let mut fence: Option<&str> = None;
+    for line in out.lines() {
+        let t = line.trim_start();
+        if let Some(m) = ["```", "~~~"].into_iter().find(|m| t.starts_with(m)) {
+            fence = match fence {
+                None => Some(m),
+                Some(f) if f == m => None,
+                keep => keep,
+            };
+        }
+    }
+    if let Some(f) = fence {
+        out.push('\n');
+        out.push_str(f);
+    }
+    out.push_str("\n\n(truncated)");
+    out
 }
 
 /// `--format markdown`: the body, then every finding as it would be posted.

@@ -18,6 +18,7 @@ use crate::lens::{LensStatus, Provenance};
 use crate::redact::redact;
 use crate::review::gate::SkipReason;
 use crate::review::{NotReviewedReason, Report, Severity, Verdict};
+use crate::sanitize::sanitize;
 
 /// Output formats of `reviewbot review`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -28,53 +29,87 @@ pub enum Format {
     Sarif,
 }
 
-/// Untrusted text made safe to show or post: secrets masked, HTML comments (which could forge
-/// a reviewbot marker or hide text) made visible, `@mentions` put in code spans so nobody is
-/// pinged, and no line left starting a workflow command (`::`).
+/// Untrusted text made safe to show or post: hidden content removed ([`sanitize`]), secrets
+/// masked, anything left that looks like an HTML comment (a forged reviewbot marker) escaped,
+/// `@mentions` outside code put in code spans so nobody is pinged, and no line left that the
+/// Actions runner would read as a workflow command.
 pub fn clean(text: &str) -> String {
-    let text = redact(text);
-    let text = reveal_invisible(&text);
-    let text = text.replace("<!--", "&lt;!--").replace("-->", "--&gt;");
-    let mut out = String::with_capacity(text.len());
-    for (i, line) in text.split('\n').enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        let line = if line.trim_start().starts_with("::") {
-            Cow::Owned(format!(" {line}"))
-        } else {
-            Cow::Borrowed(line)
-        };
-        neutralise_mentions(&line, &mut out);
-    }
-    out
+    let text = sanitize(text);
+    let text = redact(&text);
+    disarm(&text, true)
 }
 
-/// Bidi controls and invisible characters shown as `<U+202E>`: printed raw they reorder or
-/// hide text in a terminal or a comment (Trojan Source).
-pub fn reveal_invisible(text: &str) -> Cow<'_, str> {
-    if text.is_ascii() || !text.chars().any(is_invisible) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 16);
+/// Code from the diff made safe to print: secrets masked, never stripped — hidden characters
+/// and control characters (ANSI escapes could rewrite a terminal) shown as `<U+202E>`.
+pub fn clean_code(text: &str) -> String {
+    let text = redact(text);
+    let text = crate::unicode::escape(&text);
+    let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if is_invisible(c) {
-            let _ = write!(out, "<U+{:04X}>", c as u32);
+        if c.is_control() && c != '\t' {
+            let _ = write!(out, "<U+{:04X}>", u32::from(c));
         } else {
             out.push(c);
         }
     }
-    Cow::Owned(out)
+    disarm(&out, false)
 }
 
-/// Format characters that change how text displays without being seen: bidi controls,
-/// zero-width characters, tag characters, variation selectors and the like.
-fn is_invisible(c: char) -> bool {
-    matches!(c,
-        '\u{00AD}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{180E}' | '\u{200B}'..='\u{200F}'
-        | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{3164}'
-        | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}' | '\u{FFA0}' | '\u{E0000}'..='\u{E007F}'
-        | '\u{E0100}'..='\u{E01EF}')
+/// The last step of [`clean`]: workflow commands broken; for Markdown (`prose`), markers
+/// escaped and mentions outside code neutralised.
+fn disarm(text: &str, prose: bool) -> String {
+    let text = if prose {
+        Cow::Owned(text.replace("<!--", "&lt;!--").replace("-->", "--&gt;"))
+    } else {
+        Cow::Borrowed(text)
+    };
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut fence: Option<&str> = None;
+    // The runner reads a command at the start of any line, after leading white space, and
+    // inside code blocks too; `\r` is a line break to it as well.
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let line = no_workflow_command(line);
+        let trimmed = line.trim_start();
+        let marker = ["```", "~~~"].into_iter().find(|m| trimmed.starts_with(m));
+        match (fence, marker) {
+            (None, Some(m)) => {
+                fence = Some(m);
+                out.push_str(&line);
+            }
+            (Some(f), Some(m)) if f == m => {
+                fence = None;
+                out.push_str(&line);
+            }
+            (Some(_), _) => out.push_str(&line),
+            (None, None) if prose => neutralise_mentions(&line, &mut out),
+            (None, None) => out.push_str(&line),
+        }
+    }
+    out
+}
+
+/// A line (or `\r`-separated piece of one) starting with `::` after white space gets a `\`
+/// in front: Markdown shows `\:` as `:`, the runner sees no command.
+fn no_workflow_command(line: &str) -> Cow<'_, str> {
+    let starts = |piece: &str| piece.trim_start().starts_with("::");
+    if !line.split('\r').any(starts) {
+        return Cow::Borrowed(line);
+    }
+    let pieces: Vec<String> = line
+        .split('\r')
+        .map(|piece| {
+            if starts(piece) {
+                let lead = piece.len() - piece.trim_start().len();
+                format!("{}\\{}", &piece[..lead], &piece[lead..])
+            } else {
+                piece.to_owned()
+            }
+        })
+        .collect();
+    Cow::Owned(pieces.join("\r"))
 }
 
 /// `@user` and `@org/team` become `` `@user` `` — still readable, never a notification.
@@ -179,6 +214,23 @@ pub fn failed_lenses(report: &Report) -> Vec<String> {
         .collect()
 }
 
+/// One line per lens whose findings were cut at the per-lens cap.
+pub fn capped_lenses(report: &Report) -> Vec<String> {
+    report
+        .lenses
+        .iter()
+        .filter_map(|l| {
+            let n = l.findings_dropped?;
+            let s = if n == 1 { "" } else { "s" };
+            Some(format!(
+                "{} reported {n} more finding{s} than the {} a lens may contribute; they are not shown.",
+                l.lens,
+                crate::lens::parse::MAX_FINDINGS_PER_LENS
+            ))
+        })
+        .collect()
+}
+
 pub fn not_reviewed_reason(r: NotReviewedReason) -> &'static str {
     match r {
         NotReviewedReason::Binary => "binary file",
@@ -218,16 +270,50 @@ mod tests {
         assert_eq!(clean("mail me at a@b.com"), "mail me at a@b.com");
         assert_eq!(clean("in code `@alice` stays"), "in code `@alice` stays");
         assert_eq!(
-            clean("<!-- reviewbot round=9 -->"),
-            "&lt;!-- reviewbot round=9 --&gt;"
+            clean("text\n```\nping @alice in code\n```\nand @bob"),
+            "text\n```\nping @alice in code\n```\nand `@bob`"
         );
+        // Hidden comments (a forged marker among them) are removed; an escaped one stays so.
+        assert_eq!(clean("a <!-- reviewbot round=9 --> b"), "a  b");
         assert_eq!(
-            clean("ok\n::set-output name=x::y"),
-            "ok\n ::set-output name=x::y"
+            clean("a &lt;!-- reviewbot --> b"),
+            "a &lt;!-- reviewbot --&gt; b"
         );
-        assert_eq!(clean("  ::add-mask::v"), "   ::add-mask::v");
         assert_eq!(clean("plain text"), "plain text");
-        assert_eq!(clean("a\u{202E}b\u{200B}c"), "a<U+202E>b<U+200B>c");
+        assert_eq!(clean("a\u{202E}b\u{200B}c"), "abc");
         assert_eq!(clean("caf\u{e9}"), "caf\u{e9}");
+    }
+
+    #[test]
+    fn no_line_starts_a_workflow_command() {
+        for (text, want) in [
+            ("ok\n::set-output name=x::y", "ok\n\\::set-output name=x::y"),
+            ("  ::add-mask::v", "  \\::add-mask::v"),
+            (
+                "```\n::stop-commands::t\n```",
+                "```\n\\::stop-commands::t\n```",
+            ),
+            ("a\r::error::x", "a\r\\::error::x"),
+            ("a :: b", "a :: b"),
+        ] {
+            assert_eq!(clean(text), want, "{text:?}");
+        }
+        for text in ["::warning::x", "x\n\t::debug::y", "```\n  ::group::g"] {
+            for line in clean(text).split(['\n', '\r']) {
+                assert!(!line.trim_start().starts_with("::"), "{line:?}");
+            }
+            for line in clean_code(text).split(['\n', '\r']) {
+                assert!(!line.trim_start().starts_with("::"), "{line:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn code_is_shown_escaped_not_stripped() {
+        assert_eq!(
+            clean_code("let a = \"\u{202E}x\u{200B}\"; \u{1b}[2J @alice"),
+            "let a = \"<U+202E>x<U+200B>\"; <U+001B>[2J @alice"
+        );
+        assert_eq!(clean_code("\tif x {"), "\tif x {");
     }
 }

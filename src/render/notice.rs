@@ -4,7 +4,8 @@
 use std::fmt;
 
 use crate::github::model::Permission;
-use crate::render::{NOTICE_BUILTIN_ONLY, reveal_invisible};
+use crate::render::NOTICE_BUILTIN_ONLY;
+use crate::unicode::escape as reveal_invisible;
 use crate::review::gate::SkipReason;
 use crate::review::notice::Notice;
 use crate::review::scope::{Rescope, Scope};

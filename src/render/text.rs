@@ -7,7 +7,7 @@ use anstyle::{AnsiColor, Effects, Style};
 
 use crate::diff::{Diff, LineKind, Side};
 use crate::lens::LensStatus;
-use crate::render::{clean, not_reviewed_reason, place, verdict_line};
+use crate::render::{clean, clean_code, not_reviewed_reason, place, verdict_line};
 use crate::review::finding::Finding;
 use crate::review::{Report, Severity};
 
@@ -60,7 +60,7 @@ pub fn render(report: &Report, diff: &Diff, color: bool) -> String {
             out,
             "{}: {} not reviewed ({})",
             paint(p.dim, "note"),
-            clean(&n.path),
+            clean_code(&n.path),
             not_reviewed_reason(n.reason)
         );
     }
@@ -75,7 +75,12 @@ pub fn render(report: &Report, diff: &Diff, color: bool) -> String {
             );
         }
     }
+    let capped = crate::render::capped_lenses(report);
+    for line in &capped {
+        let _ = writeln!(out, "{}: {line}", paint(p.advisory, "warning"));
+    }
     if !report.not_reviewed.is_empty()
+        || !capped.is_empty()
         || report.lenses.iter().any(|l| l.status == LensStatus::Failed)
     {
         out.push('\n');
@@ -142,7 +147,7 @@ fn finding(out: &mut String, f: &Finding, diff: &Diff, p: &Palette) {
         out,
         "  {} {}",
         paint(p.gutter, "-->"),
-        clean(&place(&f.path, f.start_line, f.line, f.side))
+        clean_code(&place(&f.path, f.start_line, f.line, f.side))
     );
 
     let shown = shown_lines(f, diff);
@@ -164,7 +169,7 @@ fn finding(out: &mut String, f: &Finding, diff: &Diff, p: &Palette) {
         let _ = writeln!(
             out,
             "{num} {bar} {}",
-            paint(st, &format!("{mark}{}", clean(text)))
+            paint(st, &format!("{mark}{}", clean_code(text)))
         );
     }
     if f.in_diff && shown.is_empty() {

@@ -128,7 +128,7 @@ impl Panel {
             allow_api_fallback,
             slots,
             retry: RetryPolicy::default(),
-            notices: Arc::new(|line: &str| eprintln!("{line}")),
+            notices: Arc::new(|line: &str| eprintln!("{}", crate::redact::redact(line))),
             evidence: None,
         }
     }
@@ -596,6 +596,10 @@ fn lens_run(spec: &LensSpec, outcome: Outcome, elapsed: Duration) -> LensRun {
     } else {
         LensStatus::Failed
     };
+    let mut response = outcome.response;
+    let dropped = response
+        .as_mut()
+        .map_or(0, |r| r.cap(crate::lens::parse::MAX_FINDINGS_PER_LENS));
     let provenance = Provenance {
         lens: spec.name.clone(),
         requested_backend: spec.backend,
@@ -609,6 +613,7 @@ fn lens_run(spec: &LensSpec, outcome: Outcome, elapsed: Duration) -> LensRun {
         usage: outcome.usage,
         cost_usd: outcome.cost_usd,
         calls: (outcome.calls > 1).then_some(outcome.calls),
+        findings_dropped: (dropped > 0).then_some(dropped),
     };
     tracing::info!(
         lens = %provenance.lens,
@@ -625,7 +630,7 @@ fn lens_run(spec: &LensSpec, outcome: Outcome, elapsed: Duration) -> LensRun {
     );
     LensRun {
         provenance,
-        response: outcome.response,
+        response,
     }
 }
 

@@ -78,6 +78,11 @@ pub async fn review_with(
     observer: &dyn PanelObserver,
 ) -> Reviewed {
     let (diff, mut not_reviewed) = gate(diff, config);
+    // Before any prompt is built or anything printed: what the builtin lens would call a
+    // secret is masked on every channel, whichever lenses run.
+    crate::lens::builtin::remember_secrets(&diff);
+    // Hidden text in the PR reaches no lens, whatever form it is given in.
+    let pr = pr.map(PrInfo::sanitized);
     let diff = Arc::new(diff);
     // Only lenses that take prompts need a plan; the builtin lens reads the diff itself.
     let needs_plan = lenses

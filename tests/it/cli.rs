@@ -6,16 +6,16 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn fixture(rel: &str) -> String {
+pub(crate) fn fixture(rel: &str) -> String {
     root().join(rel).display().to_string()
 }
 
 /// Runs the binary in an empty directory with no ambient config, feeding `stdin`.
-fn reviewbot(args: &[&str], stdin: Option<&[u8]>, cwd: &Path) -> Output {
+pub(crate) fn reviewbot(args: &[&str], stdin: Option<&[u8]>, cwd: &Path) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_reviewbot"));
     cmd.args(args)
         .current_dir(cwd)
@@ -34,27 +34,27 @@ fn reviewbot(args: &[&str], stdin: Option<&[u8]>, cwd: &Path) -> Output {
     child.wait_with_output().expect("wait reviewbot")
 }
 
-fn stdout(o: &Output) -> String {
+pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
 }
 
-fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8(o.stderr.clone()).expect("utf-8 stderr")
 }
 
 /// Timings vary run to run; snapshots show a placeholder.
-fn steady(text: &str) -> String {
+pub(crate) fn steady(text: &str) -> String {
     let re = regex::Regex::new(r"in \d+(\.\d+)? m?s").unwrap();
     re.replace_all(text, "in [time]").into_owned()
 }
 
-fn json(o: &Output) -> Value {
+pub(crate) fn json(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}", stdout(o)))
 }
 
 /// A config with command lenses from `tests/fixtures`, written into `dir`.
-fn config(dir: &Path, body: &str) -> String {
+pub(crate) fn config(dir: &Path, body: &str) -> String {
     let path = dir.join("reviewbot.toml");
     std::fs::write(&path, body).unwrap();
     path.display().to_string()

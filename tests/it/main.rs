@@ -5,6 +5,7 @@ mod app_auth;
 mod backends;
 mod cli;
 mod fake_github;
+mod hardening;
 mod intake;
 mod pr;
 mod serve;

@@ -1,0 +1,198 @@
+//! The one table of characters that change how text displays without being seen: bidi
+//! controls, Unicode tag characters, zero-width and other invisible format characters,
+//! variation selectors and fillers.
+//!
+//! Three places read it, each its own way: the sanitizer drops them from untrusted prose
+//! (PR text, lens text), the `builtin` lens flags them on added lines, and the renderers show
+//! them escaped (`<U+202E>`) wherever code is quoted. Every `Cf` (format) code point is in the
+//! table; a test checks that against the regex crate's Unicode data.
+
+/// What kind of hidden character a code point is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hidden {
+    /// Bidirectional embedding, override and isolate controls (Trojan Source).
+    Bidi,
+    /// Unicode tag characters U+E0000–U+E007F (invisible ASCII smuggling).
+    Tag,
+    /// Variation selectors: legitimate right after an emoji or an ideograph, a carrier in runs.
+    Selector,
+    /// Everything else that renders as nothing: zero-width characters, marks, word joiner,
+    /// invisible operators, soft hyphen, fillers, the byte order mark, other format controls.
+    Invisible,
+}
+
+/// `(first, last, kind, name)`, sorted by code point, ranges not overlapping. Names are given
+/// for the characters a reader is most likely to meet.
+const TABLE: &[(u32, u32, Hidden, &str)] = &[
+    (0x00AD, 0x00AD, Hidden::Invisible, "SOFT HYPHEN"),
+    (
+        0x034F,
+        0x034F,
+        Hidden::Invisible,
+        "COMBINING GRAPHEME JOINER",
+    ),
+    (0x0600, 0x0605, Hidden::Invisible, ""),
+    (0x061C, 0x061C, Hidden::Invisible, "ARABIC LETTER MARK"),
+    (0x06DD, 0x06DD, Hidden::Invisible, ""),
+    (0x070F, 0x070F, Hidden::Invisible, ""),
+    (0x0890, 0x0891, Hidden::Invisible, ""),
+    (0x08E2, 0x08E2, Hidden::Invisible, ""),
+    (0x115F, 0x1160, Hidden::Invisible, "HANGUL FILLER"),
+    (0x17B4, 0x17B5, Hidden::Invisible, ""),
+    (
+        0x180B,
+        0x180D,
+        Hidden::Selector,
+        "MONGOLIAN FREE VARIATION SELECTOR",
+    ),
+    (
+        0x180E,
+        0x180E,
+        Hidden::Invisible,
+        "MONGOLIAN VOWEL SEPARATOR",
+    ),
+    (
+        0x180F,
+        0x180F,
+        Hidden::Selector,
+        "MONGOLIAN FREE VARIATION SELECTOR",
+    ),
+    (0x200B, 0x200B, Hidden::Invisible, "ZERO WIDTH SPACE"),
+    (0x200C, 0x200C, Hidden::Invisible, "ZERO WIDTH NON-JOINER"),
+    (0x200D, 0x200D, Hidden::Invisible, "ZERO WIDTH JOINER"),
+    (0x200E, 0x200E, Hidden::Invisible, "LEFT-TO-RIGHT MARK"),
+    (0x200F, 0x200F, Hidden::Invisible, "RIGHT-TO-LEFT MARK"),
+    (0x202A, 0x202A, Hidden::Bidi, "LEFT-TO-RIGHT EMBEDDING"),
+    (0x202B, 0x202B, Hidden::Bidi, "RIGHT-TO-LEFT EMBEDDING"),
+    (0x202C, 0x202C, Hidden::Bidi, "POP DIRECTIONAL FORMATTING"),
+    (0x202D, 0x202D, Hidden::Bidi, "LEFT-TO-RIGHT OVERRIDE"),
+    (0x202E, 0x202E, Hidden::Bidi, "RIGHT-TO-LEFT OVERRIDE"),
+    (0x2060, 0x2060, Hidden::Invisible, "WORD JOINER"),
+    (0x2061, 0x2061, Hidden::Invisible, "FUNCTION APPLICATION"),
+    (0x2062, 0x2062, Hidden::Invisible, "INVISIBLE TIMES"),
+    (0x2063, 0x2063, Hidden::Invisible, "INVISIBLE SEPARATOR"),
+    (0x2064, 0x2064, Hidden::Invisible, "INVISIBLE PLUS"),
+    (0x2065, 0x2065, Hidden::Invisible, ""),
+    (0x2066, 0x2066, Hidden::Bidi, "LEFT-TO-RIGHT ISOLATE"),
+    (0x2067, 0x2067, Hidden::Bidi, "RIGHT-TO-LEFT ISOLATE"),
+    (0x2068, 0x2068, Hidden::Bidi, "FIRST STRONG ISOLATE"),
+    (0x2069, 0x2069, Hidden::Bidi, "POP DIRECTIONAL ISOLATE"),
+    (
+        0x206A,
+        0x206F,
+        Hidden::Invisible,
+        "deprecated format character",
+    ),
+    (0x3164, 0x3164, Hidden::Invisible, "HANGUL FILLER"),
+    (0xFE00, 0xFE0F, Hidden::Selector, "VARIATION SELECTOR"),
+    (
+        0xFEFF,
+        0xFEFF,
+        Hidden::Invisible,
+        "ZERO WIDTH NO-BREAK SPACE (byte order mark)",
+    ),
+    (0xFFA0, 0xFFA0, Hidden::Invisible, "HALFWIDTH HANGUL FILLER"),
+    (0xFFF9, 0xFFFB, Hidden::Invisible, "INTERLINEAR ANNOTATION"),
+    (0x110BD, 0x110BD, Hidden::Invisible, ""),
+    (0x110CD, 0x110CD, Hidden::Invisible, ""),
+    (0x13430, 0x1343F, Hidden::Invisible, ""),
+    (0x1BCA0, 0x1BCA3, Hidden::Invisible, ""),
+    (0x1D173, 0x1D17A, Hidden::Invisible, ""),
+    (0xE0000, 0xE007F, Hidden::Tag, "TAG"),
+    (0xE0100, 0xE01EF, Hidden::Selector, "VARIATION SELECTOR"),
+];
+
+/// The kind of hidden character `c` is, if it is one. ASCII is never hidden.
+pub fn hidden(c: char) -> Option<Hidden> {
+    entry(c).map(|e| e.2)
+}
+
+/// Whether `c` is in the table.
+pub fn is_hidden(c: char) -> bool {
+    entry(c).is_some()
+}
+
+/// `U+202E RIGHT-TO-LEFT OVERRIDE`, or `U+0605` for a character without a listed name.
+pub fn name(c: char) -> String {
+    match entry(c).map(|e| e.3).filter(|n| !n.is_empty()) {
+        Some(n) => format!("U+{:04X} {n}", u32::from(c)),
+        None => format!("U+{:04X}", u32::from(c)),
+    }
+}
+
+/// `text` with every hidden character written as `<U+202E>`: code is shown as it is, never
+/// stripped, and printed raw these characters reorder or hide text (Trojan Source).
+pub fn escape(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.is_ascii() || !text.chars().any(is_hidden) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_hidden(c) {
+            out.push_str(&format!("<U+{:04X}>", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+fn entry(c: char) -> Option<&'static (u32, u32, Hidden, &'static str)> {
+    let cp = u32::from(c);
+    if cp < 0x80 {
+        return None;
+    }
+    let i = TABLE.partition_point(|e| e.1 < cp);
+    TABLE.get(i).filter(|e| e.0 <= cp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_sorted_and_disjoint() {
+        for w in TABLE.windows(2) {
+            assert!(
+                w[0].0 <= w[0].1 && w[0].1 < w[1].0,
+                "{:X?}",
+                (w[0].0, w[1].0)
+            );
+        }
+    }
+
+    #[test]
+    fn every_format_character_is_in_the_table() {
+        // The regex crate carries the Unicode character database: every `Cf` code point must be
+        // hidden, so a new Unicode version cannot slip one past the sanitizer unnoticed.
+        let cf = regex::Regex::new(r"^\p{Cf}$").unwrap();
+        let mut buf = [0u8; 4];
+        let missing: Vec<String> = (0x80..=0x10FFFFu32)
+            .filter_map(char::from_u32)
+            .filter(|&c| cf.is_match(c.encode_utf8(&mut buf)) && !is_hidden(c))
+            .map(|c| format!("U+{:04X}", u32::from(c)))
+            .collect();
+        assert!(missing.is_empty(), "not in the table: {missing:?}");
+    }
+
+    #[test]
+    fn kinds_and_names() {
+        assert_eq!(hidden('\u{202E}'), Some(Hidden::Bidi));
+        assert_eq!(hidden('\u{2067}'), Some(Hidden::Bidi));
+        assert_eq!(hidden('\u{E0041}'), Some(Hidden::Tag));
+        assert_eq!(hidden('\u{FE0F}'), Some(Hidden::Selector));
+        assert_eq!(hidden('\u{E0100}'), Some(Hidden::Selector));
+        for c in [
+            '\u{200B}', '\u{200E}', '\u{200F}', '\u{2060}', '\u{2064}', '\u{FEFF}',
+        ] {
+            assert_eq!(hidden(c), Some(Hidden::Invisible), "{c:?}");
+        }
+        for c in ['a', 'é', '日', '\u{1F600}', '\u{00A0}', '\n'] {
+            assert_eq!(hidden(c), None, "{c:?}");
+        }
+        assert_eq!(name('\u{202E}'), "U+202E RIGHT-TO-LEFT OVERRIDE");
+        assert_eq!(name('\u{0605}'), "U+0605");
+        assert_eq!(escape("a\u{202E}b\u{200B}c"), "a<U+202E>b<U+200B>c");
+        assert!(matches!(escape("café"), std::borrow::Cow::Borrowed(_)));
+    }
+}
