@@ -423,8 +423,10 @@ fn read_diff(path: &Path) -> Result<Diff, CliError> {
             String::from_utf8_lossy(e.as_bytes()).into_owned()
         }
     };
-    Diff::parse(text)
-        .map_err(|e| CliError::Usage(format!("{name} is not a diff reviewbot can read: {e}")))
+    Diff::parse(text).map_err(|e| match e.coloured {
+        true => CliError::Usage(render::coloured_diff(&name)),
+        false => CliError::Usage(format!("{name} is not a diff reviewbot can read: {e}")),
+    })
 }
 
 /// `No such file or directory` without Rust's `(os error 2)` suffix.

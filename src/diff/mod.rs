@@ -261,6 +261,11 @@ impl Diff {
         HunkLines::new(body, hunk.old_start, hunk.new_start)
     }
 
+    /// The raw text of a hunk's body: its lines as the diff has them, prefixes included.
+    pub fn hunk_body(&self, hunk: &Hunk) -> &str {
+        self.text.get(hunk.body.clone()).unwrap_or_default()
+    }
+
     /// The hunk's `@@ -a,b +c,d @@ section` header line.
     pub fn hunk_header(&self, hunk: &Hunk) -> &str {
         self.text.get(hunk.header.clone()).unwrap_or_default()

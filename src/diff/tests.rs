@@ -635,6 +635,16 @@ fn garbage_is_not_a_unified_diff() {
 }
 
 #[test]
+fn a_coloured_diff_is_flagged_as_such() {
+    let e =
+        parse_err("\x1b[1mdiff --git a/x b/x\x1b[m\n\x1b[1m--- a/x\x1b[m\n\x1b[1m+++ b/x\x1b[m\n");
+    assert!(e.coloured, "{e:?}");
+    assert!(!parse_err("hello\nworld\n").coloured);
+    // An escape inside a line is content, not colour.
+    assert!(!parse_err("say \x1b[31mred\n").coloured);
+}
+
+#[test]
 fn truncated_hunk() {
     let e = parse_err("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n-b\n");
     assert_eq!(e.line, 7);

@@ -383,6 +383,20 @@ fn assert_usage_error(o: &Output, needle: &str) {
 }
 
 #[test]
+fn a_coloured_diff_is_exit_2_saying_how_to_get_a_plain_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // What `git diff --color=always` writes: every header line starts with an escape.
+    let coloured = b"\x1b[1mdiff --git a/x b/x\x1b[m\n\x1b[1mindex 1..2 100644\x1b[m\n\
+        \x1b[1m--- a/x\x1b[m\n\x1b[1m+++ b/x\x1b[m\n\x1b[36m@@ -1 +1 @@\x1b[m\n\
+        \x1b[31m-a\x1b[m\n\x1b[32m+b\x1b[m\n";
+    let o = reviewbot(&["review", "--diff", "-"], Some(coloured), dir.path());
+    assert_usage_error(&o, "standard input is a coloured diff");
+    assert!(stderr(&o).contains("git diff --no-color"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("not a unified diff"), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+}
+
+#[test]
 fn bad_input_is_exit_2_with_one_clear_line() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
