@@ -510,6 +510,10 @@ fn generic_keys(text: &str, found: &mut Vec<SecretMatch>) {
 /// A cheap case-insensitive check for the generic rule's keywords, so its regex (slow
 /// without a literal prefilter, being case-insensitive) runs only on lines that may match.
 fn has_generic_keyword(bytes: &[u8]) -> bool {
+    generic_keywords().is_match(bytes)
+}
+
+fn generic_keywords() -> &'static aho_corasick::AhoCorasick {
     // Scanned on every added line that has `=` or `:`: one automaton, not a loop per byte.
     static KEYWORDS: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
         aho_corasick::AhoCorasick::builder()
@@ -519,7 +523,19 @@ fn has_generic_keyword(bytes: &[u8]) -> bool {
             ])
             .unwrap_or_else(|e| panic!("generic keywords: {e}"))
     });
-    KEYWORDS.is_match(bytes)
+    &KEYWORDS
+}
+
+/// Where in `text` a keyword of any secret rule starts, in order. A line of `text` that holds
+/// none of them holds no secret ([`find_secrets`] returns nothing for it without looking
+/// further), so a caller checking many lines of one text searches it once with this and
+/// skips the lines without a keyword. (Keywords hold no line break: every line that holds one
+/// has a start inside it.)
+pub fn keyword_starts(text: &str) -> Vec<usize> {
+    let mut starts: Vec<usize> = COMPILED.any.find_iter(text).map(|m| m.start()).collect();
+    starts.extend(generic_keywords().find_iter(text).map(|m| m.start()));
+    starts.sort_unstable();
+    starts
 }
 
 /// Whether a generic `key = value` value looks like a real secret rather than code, a

@@ -139,14 +139,31 @@ where
     L: IntoIterator<Item = DiffLine<'a>>,
 {
     let ctx = FileCtx::new(path, file_text);
+    // Secret keywords are searched for once in the whole file; only the lines holding one are
+    // scanned for secrets (one search per line cost more than the rest of the lens).
+    let keywords = redact::keyword_starts(file_text);
+    let mut next_keyword = 0;
     let mut hits = Vec::new();
     for (hunk, lines) in hunks.into_iter().enumerate() {
         for line in lines {
             if line.kind != LineKind::Added {
                 continue;
             }
+            // Where the line sits in the file's text (lines are walked in order); a line from
+            // elsewhere is scanned in full.
+            let start = (line.text.as_ptr() as usize).wrapping_sub(file_text.as_ptr() as usize);
+            let secrets = if start <= file_text.len() {
+                while keywords.get(next_keyword).is_some_and(|&k| k < start) {
+                    next_keyword += 1;
+                }
+                keywords
+                    .get(next_keyword)
+                    .is_some_and(|&k| k < start + line.text.len())
+            } else {
+                true
+            };
             if let Some(n) = line.new {
-                scan_line(&ctx, hunk, n, line.text, &mut hits);
+                scan_line(&ctx, hunk, n, line.text, secrets, &mut hits);
             }
         }
     }
@@ -160,7 +177,14 @@ where
     out.extend(group(path, hits));
 }
 
-fn scan_line(ctx: &FileCtx, hunk: usize, line: u32, text: &str, hits: &mut Vec<Hit>) {
+fn scan_line(
+    ctx: &FileCtx,
+    hunk: usize,
+    line: u32,
+    text: &str,
+    may_hold_secret: bool,
+    hits: &mut Vec<Hit>,
+) {
     let mut hit = |check, note: String, chars: Vec<char>| {
         hits.push(Hit {
             check,
@@ -171,7 +195,11 @@ fn scan_line(ctx: &FileCtx, hunk: usize, line: u32, text: &str, hits: &mut Vec<H
         })
     };
 
-    let secrets: Vec<_> = redact::find_secrets(text)
+    let found = match may_hold_secret {
+        true => redact::find_secrets(text),
+        false => Vec::new(),
+    };
+    let secrets: Vec<_> = found
         .into_iter()
         .filter(|m| !(ctx.lockfile && m.rule == redact::GENERIC))
         .collect();
