@@ -321,6 +321,9 @@ struct Compiled {
     /// Any keyword of any rule (the fast path, run on every line: an automaton without the
     /// regex engine's per-search cache).
     any: aho_corasick::AhoCorasick,
+    /// Each rule's keywords, searchers built once (building one per line cost more than the
+    /// search).
+    keywords: Vec<Vec<memmem::Finder<'static>>>,
     /// Compiled on first need: most texts never hold most rules' keywords, and compiling every
     /// pattern up front was a measurable part of a short run.
     rules: Vec<std::sync::OnceLock<Regex>>,
@@ -341,8 +344,16 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         .collect();
     literals.push(PEM_KEYWORD);
     Compiled {
-        any: aho_corasick::AhoCorasick::new(literals)
+        // Leftmost-first rather than standard semantics: only that enables the SIMD
+        // prefilter, and any match tells the same (whether a text holds a keyword).
+        any: aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+            .build(literals)
             .unwrap_or_else(|e| panic!("secret keywords: {e}")),
+        keywords: RULES
+            .iter()
+            .map(|r| r.keywords.iter().map(|k| memmem::Finder::new(*k)).collect())
+            .collect(),
         rules: RULES.iter().map(|_| std::sync::OnceLock::new()).collect(),
         pem_begin: compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"),
         pem_end: compile(r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"),
@@ -369,12 +380,8 @@ fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
     }
     let bytes = text.as_bytes();
     let mut found = Vec::new();
-    for (rule, re) in RULES.iter().zip(&c.rules) {
-        if !rule
-            .keywords
-            .iter()
-            .any(|k| memmem::find(bytes, k.as_bytes()).is_some())
-        {
+    for ((rule, re), keywords) in RULES.iter().zip(&c.rules).zip(&c.keywords) {
+        if !keywords.iter().any(|k| k.find(bytes).is_some()) {
             continue;
         }
         let re = re.get_or_init(|| compile(rule.pattern));
@@ -518,6 +525,9 @@ fn generic_keywords() -> &'static aho_corasick::AhoCorasick {
     static KEYWORDS: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
         aho_corasick::AhoCorasick::builder()
             .ascii_case_insensitive(true)
+            // No prefilter works for these (case-insensitive, common letters): a DFA is the
+            // fastest automaton to run over whole files, and small to build.
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
             .build([
                 "access", "auth", "api", "cred", "key", "passw", "pwd", "secret", "token",
             ])

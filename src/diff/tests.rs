@@ -1317,3 +1317,20 @@ fn retain_hunks_rebuilds_a_valid_diff() {
     assert_eq!(again.files()[0].hunks.len(), 1);
     assert_eq!(diff.hunk_section(&f.hunks[0]), "fn two");
 }
+
+#[test]
+fn text_from_bytes_is_from_utf8_lossy() {
+    let cases: [&[u8]; 6] = [
+        b"plain",
+        b"caf\xe9\n+cr\xe8me",
+        b"\xff",
+        b"trunc\xe2\x82",
+        b"\xe2\x82\xac ok \xc3\x28 \xf0\x9f\x98",
+        b"",
+    ];
+    for bytes in cases {
+        let (text, lossy) = super::text_from_bytes(bytes.to_vec());
+        assert_eq!(text, String::from_utf8_lossy(bytes), "{bytes:?}");
+        assert_eq!(lossy, std::str::from_utf8(bytes).is_err());
+    }
+}
