@@ -476,15 +476,14 @@ fn read_diff(path: &Path) -> Result<Diff, CliError> {
         (name, bytes)
     };
     // Diffs of Latin-1 or mixed files are still reviewable: undecodable bytes become U+FFFD.
-    let text = match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => {
-            eprintln!("notice: {name} is not valid UTF-8; undecodable bytes are shown as \u{FFFD}");
-            String::from_utf8_lossy(e.as_bytes()).into_owned()
-        }
-    };
-    Diff::parse(text)
-        .map_err(|e| CliError::Usage(format!("{name} is not a diff reviewbot can read: {e}")))
+    let (text, lossy) = crate::diff::text_from_bytes(bytes);
+    if lossy {
+        eprintln!("notice: {name} is not valid UTF-8; undecodable bytes are shown as \u{FFFD}");
+    }
+    Diff::parse(text).map_err(|e| match e.coloured {
+        true => CliError::Usage(render::coloured_diff(&name)),
+        false => CliError::Usage(format!("{name} is not a diff reviewbot can read: {e}")),
+    })
 }
 
 /// `No such file or directory` without Rust's `(os error 2)` suffix.

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use globset::{Glob, GlobMatcher};
 
 use crate::config::PathRule;
-use crate::diff::{Diff, FileDiff, Hunk, LineKind};
+use crate::diff::{Diff, DiffLine, FileDiff, Hunk, LineKind};
 use crate::lens::PrInfo;
 use crate::lens::contract::response_schema;
 use crate::redact::redact;
@@ -110,7 +110,7 @@ pub fn plan(diff: &Diff, pr: Option<&PrInfo>, opts: &PlanOptions<'_>) -> Plan {
             .iter()
             .map(|&i| {
                 let text = numbered_file(diff, &files[i], false);
-                let tokens = count_up_to(&text, room);
+                let tokens = numbered_tokens(diff, &files[i], &text, room);
                 (i, text, tokens)
             })
             .collect()
@@ -267,6 +267,73 @@ fn count_up_to(text: &str, limit: usize) -> usize {
         .unwrap_or(limit.saturating_add(1))
 }
 
+/// The tokens of `text`, the unshortened `numbered_file` of `file`, counted without
+/// tokenizing the line-number columns (a quarter of its bytes): the hunk bodies are counted as
+/// the diff has them and each line's columns are added arithmetically ([`column_tokens`]).
+/// An estimate, on the high side (tests keep it within a few percent, inside the margin); or
+/// `limit + 1` once it passes `limit`, like [`count_up_to`].
+fn numbered_tokens(diff: &Diff, file: &FileDiff, text: &str, limit: usize) -> usize {
+    let over = limit.saturating_add(1);
+    if file.hunks.is_empty() {
+        return count_up_to(text, limit);
+    }
+    // The file's own header lines (`=== path`, the rename, the column titles), as rendered.
+    let header_end = memchr::memmem::find(text.as_bytes(), b"\n@@ -").map_or(text.len(), |i| i + 1);
+    let mut total = count_up_to(&text[..header_end], limit);
+    let mut hunk_header = String::new();
+    for hunk in &file.hunks {
+        if total >= over {
+            return over;
+        }
+        hunk_header.clear();
+        let _ = writeln!(
+            hunk_header,
+            "@@ -{},{} +{},{} @@",
+            hunk.old_start, hunk.old_count, hunk.new_start, hunk.new_count
+        );
+        total += count(&hunk_header);
+        total += count_up_to(diff.hunk_body(hunk), limit.saturating_sub(total));
+        total += diff
+            .hunk_lines(hunk)
+            .map(|l| column_tokens(&l))
+            .sum::<usize>();
+    }
+    total.min(over)
+}
+
+/// What the two line-number columns add to a line's tokens. The o200k pretokenizer splits a
+/// run of n ≥ 2 spaces before a digit into n − 1 spaces and one space (2 tokens) and a number
+/// into groups of at most 3 digits (1 token each). The space after the columns joins a line's
+/// indentation, but is one more piece before an unindented line (and before the `-` of a
+/// removed line, after its blank NEW column).
+fn column_tokens(line: &DiffLine<'_>) -> usize {
+    fn digits(n: u32) -> usize {
+        n.checked_ilog10().unwrap_or(0) as usize + 1
+    }
+    let unindented = line
+        .text
+        .as_bytes()
+        .first()
+        .is_some_and(|b| !b.is_ascii_whitespace());
+    let mut tokens = match line.kind {
+        LineKind::Removed => 1,
+        LineKind::Context | LineKind::Added => usize::from(unindented),
+    };
+    // Spaces before the next number: a blank column's 6 join the next column's padding.
+    let mut pad = 0;
+    for n in [line.old, line.new] {
+        match n {
+            Some(n) => {
+                let d = digits(n);
+                tokens += (pad + 5usize.saturating_sub(d)).min(2) + d.div_ceil(3);
+                pad = 1;
+            }
+            None => pad += 6,
+        }
+    }
+    tokens
+}
+
 fn untrusted(out: &mut String, label: &str, text: &str) {
     let redacted = redact(text);
     let text = fence(&redacted);
@@ -411,6 +478,86 @@ mod tests {
             token_budget: budget,
             path_rules: &[],
         }
+    }
+
+    /// A diff of real text (this crate's sources and fixtures) with every line kind and line
+    /// numbers of one to six digits.
+    fn realistic_diff() -> Diff {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut text = String::new();
+        let mut sources: Vec<_> = ["src", "src/diff", "src/lens", "fixtures/diffs"]
+            .iter()
+            .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap())
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file())
+            .collect();
+        sources.sort();
+        for (n, path) in sources.iter().enumerate() {
+            let body = std::fs::read_to_string(path).unwrap_or_default();
+            let name = path.file_name().unwrap().to_string_lossy();
+            let start = [1u32, 95, 990, 9_990, 99_990, 999_990][n % 6];
+            let _ = write!(
+                text,
+                "diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n"
+            );
+            let lines: Vec<&str> = body.lines().take(400).collect();
+            let (mut old, mut new, mut hunk) = (0, 0, String::new());
+            for (i, line) in lines.iter().enumerate() {
+                let mark = match (i / 3 + n) % 4 {
+                    0 => '+',
+                    1 => '-',
+                    _ => ' ',
+                };
+                old += u32::from(mark != '+');
+                new += u32::from(mark != '-');
+                let _ = writeln!(hunk, "{mark}{line}");
+            }
+            let _ = write!(
+                text,
+                "@@ -{start},{old} +{start},{new} @@ fn section()\n{hunk}"
+            );
+        }
+        Diff::parse(text).unwrap()
+    }
+
+    #[test]
+    fn counting_the_raw_lines_stays_well_inside_the_margin() {
+        let diff = realistic_diff();
+        let (mut exact_total, mut counted_total) = (0, 0);
+        for f in diff.files() {
+            let text = numbered_file(&diff, f, false);
+            let exact = count(&text);
+            let counted = numbered_tokens(&diff, f, &text, usize::MAX / 2);
+            println!("{:>30} exact {exact:>6} counted {counted:>6}", f.path());
+            exact_total += exact;
+            counted_total += counted;
+            // Per file: never more than half the margin under, nor a margin over.
+            assert!(
+                counted * 100 >= exact * (100 - TOKEN_MARGIN_PERCENT / 2),
+                "{}: {counted} < {exact}",
+                f.path()
+            );
+            assert!(
+                counted * 100 <= exact * (100 + TOKEN_MARGIN_PERCENT),
+                "{}: {counted} > {exact}",
+                f.path()
+            );
+        }
+        println!("total exact {exact_total} counted {counted_total}");
+        assert!(
+            counted_total >= exact_total,
+            "{counted_total} < {exact_total}"
+        );
+        assert!(
+            counted_total * 100 <= exact_total * 103,
+            "{counted_total} > {exact_total}"
+        );
+        // The limit still cuts counting short.
+        let f = &diff.files()[0];
+        assert_eq!(
+            numbered_tokens(&diff, f, &numbered_file(&diff, f, false), 10),
+            11
+        );
     }
 
     #[test]

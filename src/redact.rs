@@ -354,6 +354,9 @@ struct Compiled {
     /// Any keyword of any rule (the fast path, run on every line: an automaton without the
     /// regex engine's per-search cache).
     any: aho_corasick::AhoCorasick,
+    /// Each rule's keywords, searchers built once (building one per line cost more than the
+    /// search).
+    keywords: Vec<Vec<memmem::Finder<'static>>>,
     /// Compiled on first need: most texts never hold most rules' keywords, and compiling every
     /// pattern up front was a measurable part of a short run.
     rules: Vec<std::sync::OnceLock<Regex>>,
@@ -378,8 +381,16 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     literals.push(PEM_KEYWORD);
     literals.extend(EXTRA_KEYWORDS);
     Compiled {
-        any: aho_corasick::AhoCorasick::new(literals)
+        // Leftmost-first rather than standard semantics: only that enables the SIMD
+        // prefilter, and any match tells the same (whether a text holds a keyword).
+        any: aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+            .build(literals)
             .unwrap_or_else(|e| panic!("secret keywords: {e}")),
+        keywords: RULES
+            .iter()
+            .map(|r| r.keywords.iter().map(|k| memmem::Finder::new(*k)).collect())
+            .collect(),
         rules: RULES.iter().map(|_| std::sync::OnceLock::new()).collect(),
         pem_begin: compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"),
         pem_end: compile(r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"),
@@ -420,12 +431,8 @@ fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
         return resolve(found, mode);
     }
     let bytes = text.as_bytes();
-    for (rule, re) in RULES.iter().zip(&c.rules) {
-        if !rule
-            .keywords
-            .iter()
-            .any(|k| memmem::find(bytes, k.as_bytes()).is_some())
-        {
+    for ((rule, re), keywords) in RULES.iter().zip(&c.rules).zip(&c.keywords) {
+        if !keywords.iter().any(|k| k.find(bytes).is_some()) {
             continue;
         }
         let re = re.get_or_init(|| compile(rule.pattern));
@@ -746,16 +753,35 @@ fn generic_keys(text: &str, found: &mut Vec<SecretMatch>) {
 /// A cheap case-insensitive check for the generic rule's keywords, so its regex (slow
 /// without a literal prefilter, being case-insensitive) runs only on lines that may match.
 fn has_generic_keyword(bytes: &[u8]) -> bool {
+    generic_keywords().is_match(bytes)
+}
+
+fn generic_keywords() -> &'static aho_corasick::AhoCorasick {
     // Scanned on every added line that has `=` or `:`: one automaton, not a loop per byte.
     static KEYWORDS: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
         aho_corasick::AhoCorasick::builder()
             .ascii_case_insensitive(true)
+            // No prefilter works for these (case-insensitive, common letters): a DFA is the
+            // fastest automaton to run over whole files, and small to build.
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
             .build([
                 "access", "auth", "api", "cred", "key", "passw", "pwd", "secret", "token",
             ])
             .unwrap_or_else(|e| panic!("generic keywords: {e}"))
     });
-    KEYWORDS.is_match(bytes)
+    &KEYWORDS
+}
+
+/// Where in `text` a keyword of any secret rule starts, in order. A line of `text` that holds
+/// none of them holds no secret ([`find_secrets`] returns nothing for it without looking
+/// further), so a caller checking many lines of one text searches it once with this and
+/// skips the lines without a keyword. (Keywords hold no line break: every line that holds one
+/// has a start inside it.)
+pub fn keyword_starts(text: &str) -> Vec<usize> {
+    let mut starts: Vec<usize> = COMPILED.any.find_iter(text).map(|m| m.start()).collect();
+    starts.extend(generic_keywords().find_iter(text).map(|m| m.start()));
+    starts.sort_unstable();
+    starts
 }
 
 /// Whether a generic `key = value` value looks like a real secret rather than code, a

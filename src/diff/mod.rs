@@ -261,6 +261,11 @@ impl Diff {
         HunkLines::new(body, hunk.old_start, hunk.new_start)
     }
 
+    /// The raw text of a hunk's body: its lines as the diff has them, prefixes included.
+    pub fn hunk_body(&self, hunk: &Hunk) -> &str {
+        self.text.get(hunk.body.clone()).unwrap_or_default()
+    }
+
     /// The hunk's `@@ -a,b +c,d @@ section` header line.
     pub fn hunk_header(&self, hunk: &Hunk) -> &str {
         self.text.get(hunk.header.clone()).unwrap_or_default()
@@ -291,6 +296,36 @@ impl Diff {
     pub fn file_text(&self, file: &FileDiff) -> &str {
         self.text.get(file.text.clone()).unwrap_or_default()
     }
+}
+
+/// The text of a diff read as bytes, and whether some were not UTF-8: each undecodable
+/// sequence becomes U+FFFD, as in `String::from_utf8_lossy`, so every line keeps its place
+/// and the rest of its bytes. Valid input is not copied; invalid input is decoded in runs
+/// (`from_utf8` between the bad bytes is several times faster than a chunk iterator).
+pub fn text_from_bytes(bytes: Vec<u8>) -> (String, bool) {
+    let bytes = match String::from_utf8(bytes) {
+        Ok(text) => return (text, false),
+        Err(e) => e.into_bytes(),
+    };
+    let mut out = String::with_capacity(bytes.len() + bytes.len() / 16);
+    let mut rest = bytes.as_slice();
+    while !rest.is_empty() {
+        match std::str::from_utf8(rest) {
+            Ok(valid) => {
+                out.push_str(valid);
+                break;
+            }
+            Err(e) => {
+                let (valid, after) = rest.split_at(e.valid_up_to());
+                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                out.push('\u{FFFD}');
+                rest = after
+                    .get(e.error_len().unwrap_or(after.len())..)
+                    .unwrap_or_default();
+            }
+        }
+    }
+    (out, true)
 }
 
 /// One file record as GitHub's files API gives it.

@@ -27,6 +27,9 @@ pub struct ParseError {
     /// `Diff::from_patches`.
     pub line: usize,
     pub message: String,
+    /// The input holds ANSI colour codes at line starts (`git diff --color=always`), which is
+    /// most likely why it did not parse; the caller's message says how to get a plain diff.
+    pub coloured: bool,
 }
 
 impl fmt::Display for ParseError {
@@ -45,6 +48,7 @@ fn error(line: usize, message: impl Into<String>) -> ParseError {
         file: None,
         line,
         message: message.into(),
+        coloured: false,
     }
 }
 
@@ -61,8 +65,18 @@ fn snippet(bytes: &[u8]) -> String {
 }
 
 pub(super) fn parse_diff(text: String) -> Result<Diff, ParseError> {
-    let files = parse_files(&text)?;
+    let files = parse_files(&text).map_err(|mut e| {
+        // Looked for only on failure: a valid diff pays nothing for it.
+        e.coloured = looks_coloured(&text);
+        e
+    })?;
     Ok(Diff { text, files })
+}
+
+/// Whether some line starts with an ANSI escape sequence (`ESC [`), as every header line of
+/// `git diff --color=always` does.
+fn looks_coloured(text: &str) -> bool {
+    text.starts_with("\x1b[") || memchr::memmem::find(text.as_bytes(), b"\n\x1b[").is_some()
 }
 
 /// One line of the input: `start..end` is its content without `\n` / `\r\n`, `next` where the

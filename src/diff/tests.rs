@@ -635,6 +635,16 @@ fn garbage_is_not_a_unified_diff() {
 }
 
 #[test]
+fn a_coloured_diff_is_flagged_as_such() {
+    let e =
+        parse_err("\x1b[1mdiff --git a/x b/x\x1b[m\n\x1b[1m--- a/x\x1b[m\n\x1b[1m+++ b/x\x1b[m\n");
+    assert!(e.coloured, "{e:?}");
+    assert!(!parse_err("hello\nworld\n").coloured);
+    // An escape inside a line is content, not colour.
+    assert!(!parse_err("say \x1b[31mred\n").coloured);
+}
+
+#[test]
 fn truncated_hunk() {
     let e = parse_err("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n-b\n");
     assert_eq!(e.line, 7);
@@ -1306,4 +1316,21 @@ fn retain_hunks_rebuilds_a_valid_diff() {
     let again = Diff::parse(diff.text().to_owned()).unwrap();
     assert_eq!(again.files()[0].hunks.len(), 1);
     assert_eq!(diff.hunk_section(&f.hunks[0]), "fn two");
+}
+
+#[test]
+fn text_from_bytes_is_from_utf8_lossy() {
+    let cases: [&[u8]; 6] = [
+        b"plain",
+        b"caf\xe9\n+cr\xe8me",
+        b"\xff",
+        b"trunc\xe2\x82",
+        b"\xe2\x82\xac ok \xc3\x28 \xf0\x9f\x98",
+        b"",
+    ];
+    for bytes in cases {
+        let (text, lossy) = super::text_from_bytes(bytes.to_vec());
+        assert_eq!(text, String::from_utf8_lossy(bytes), "{bytes:?}");
+        assert_eq!(lossy, std::str::from_utf8(bytes).is_err());
+    }
 }

@@ -40,6 +40,8 @@
 //! `memmem` for markers and debug keywords on the whole file first, literal keywords before
 //! the secret regexes), so the lens stays fast on multi-megabyte diffs.
 
+use std::sync::LazyLock;
+
 use memchr::memmem;
 
 use crate::diff::{Diff, DiffLine, FileDiff, LineKind, Side};
@@ -134,15 +136,30 @@ struct FileCtx {
 impl FileCtx {
     fn new(path: &str, text: &str) -> Self {
         let lang = lang_of(path);
-        let has = |needle: &str| memmem::find(text.as_bytes(), needle.as_bytes()).is_some();
+        // Searchers built once: building one per needle per file cost more than searching
+        // on a diff of thousands of small files.
+        static NEEDLES: LazyLock<[memmem::Finder<'static>; 8]> = LazyLock::new(|| {
+            [
+                "<<<<<<<",
+                ">>>>>>>",
+                "|||||||",
+                "dbg!",
+                "console.log",
+                "debugger",
+                "breakpoint(",
+                "set_trace(",
+            ]
+            .map(memmem::Finder::new)
+        });
+        let has = |i: usize| NEEDLES[i].find(text.as_bytes()).is_some();
         FileCtx {
             lang,
-            conflicts: has("<<<<<<<") || has(">>>>>>>") || has("|||||||"),
+            conflicts: has(0) || has(1) || has(2),
             unicode: !text.is_ascii(),
-            dbg: lang == Lang::Rust && has("dbg!"),
-            console: lang == Lang::Js && !printing_allowed(path) && has("console.log"),
-            debugger: lang == Lang::Js && has("debugger"),
-            python_debug: lang == Lang::Python && (has("breakpoint(") || has("set_trace(")),
+            dbg: lang == Lang::Rust && has(3),
+            console: lang == Lang::Js && !printing_allowed(path) && has(4),
+            debugger: lang == Lang::Js && has(5),
+            python_debug: lang == Lang::Python && (has(6) || has(7)),
             lockfile: is_lockfile(path),
         }
     }
@@ -154,15 +171,17 @@ where
     L: IntoIterator<Item = DiffLine<'a>>,
 {
     let ctx = FileCtx::new(path, file_text);
+    let added: Vec<(usize, DiffLine<'a>)> = hunks
+        .into_iter()
+        .enumerate()
+        .flat_map(|(hunk, lines)| lines.into_iter().map(move |l| (hunk, l)))
+        .filter(|(_, l)| l.kind == LineKind::Added)
+        .collect();
+    let secrets = secret_lines(file_text, &added);
     let mut hits = Vec::new();
-    for (hunk, lines) in hunks.into_iter().enumerate() {
-        for line in lines {
-            if line.kind != LineKind::Added {
-                continue;
-            }
-            if let Some(n) = line.new {
-                scan_line(&ctx, hunk, n, line.text, &mut hits);
-            }
+    for ((hunk, line), may_hold_secret) in added.iter().zip(secrets) {
+        if let Some(n) = line.new {
+            scan_line(&ctx, *hunk, n, line.text, may_hold_secret, &mut hits);
         }
     }
     // `=======` alone is a Markdown/RST underline unless real markers surround it.
@@ -175,7 +194,58 @@ where
     out.extend(group(path, hits));
 }
 
-fn scan_line(ctx: &FileCtx, hunk: usize, line: u32, text: &str, hits: &mut Vec<Hit>) {
+/// For each added line, whether it holds a secret keyword. Keywords are searched for once per
+/// run of consecutive added lines (the text between them is only `\n+`), not once per line:
+/// one search per line cost more than the rest of the lens. A line that is not inside
+/// `file_text` counts as holding one (it is scanned in full).
+fn secret_lines(file_text: &str, added: &[(usize, DiffLine<'_>)]) -> Vec<bool> {
+    // Where each line sits in the file's text: both are slices of the diff's text.
+    let base = file_text.as_ptr() as usize;
+    let span = |l: &DiffLine<'_>| {
+        let start = (l.text.as_ptr() as usize).wrapping_sub(base);
+        (start <= file_text.len()).then(|| start..start + l.text.len())
+    };
+    let mut out = Vec::with_capacity(added.len());
+    let mut i = 0;
+    while i < added.len() {
+        let Some(first) = span(&added[i].1) else {
+            out.push(true);
+            i += 1;
+            continue;
+        };
+        // The run: following lines that start right after this one's `\n+` (or `\r\n+`).
+        let mut spans = vec![first.clone()];
+        while let Some(next) = added.get(i + spans.len()).and_then(|(_, l)| span(l)) {
+            let end = spans.last().map_or(0, |s| s.end);
+            if next.start < end || next.start > end + 3 {
+                break;
+            }
+            spans.push(next);
+        }
+        let run_end = spans.last().map_or(first.end, |s| s.end);
+        let run = file_text.get(first.start..run_end).unwrap_or_default();
+        let keywords = redact::keyword_starts(run);
+        let mut k = 0;
+        for s in &spans {
+            let (start, end) = (s.start - first.start, s.end - first.start);
+            while keywords.get(k).is_some_and(|&at| at < start) {
+                k += 1;
+            }
+            out.push(keywords.get(k).is_some_and(|&at| at < end));
+        }
+        i += spans.len();
+    }
+    out
+}
+
+fn scan_line(
+    ctx: &FileCtx,
+    hunk: usize,
+    line: u32,
+    text: &str,
+    may_hold_secret: bool,
+    hits: &mut Vec<Hit>,
+) {
     let mut hit = |check, note: String, chars: Vec<char>| {
         hits.push(Hit {
             check,
@@ -186,7 +256,11 @@ fn scan_line(ctx: &FileCtx, hunk: usize, line: u32, text: &str, hits: &mut Vec<H
         })
     };
 
-    let secrets: Vec<_> = redact::find_secrets(text)
+    let found = match may_hold_secret {
+        true => redact::find_secrets(text),
+        false => Vec::new(),
+    };
+    let secrets: Vec<_> = found
         .into_iter()
         .filter(|m| !(ctx.lockfile && m.rule == redact::GENERIC))
         .collect();

@@ -254,6 +254,15 @@ pub fn place(path: &str, start_line: Option<u32>, line: u32, side: crate::diff::
     s
 }
 
+/// The error for a diff piped in with colour: its ANSI codes hide every header from the parser.
+pub fn coloured_diff(input: &str) -> String {
+    format!(
+        "{input} is a coloured diff (ANSI colour codes, as `git diff --color=always` writes); \
+         reviewbot reads plain diffs: use `git diff --no-color` (or `git diff` into a pipe, \
+         without --color=always)"
+    )
+}
+
 /// The notice when no lens was configured or named.
 pub const NOTICE_BUILTIN_ONLY: &str = "notice: no lens configured; reviewing with the builtin lens (no model). See --lens and the config file.";
 

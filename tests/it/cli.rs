@@ -383,6 +383,70 @@ fn assert_usage_error(o: &Output, needle: &str) {
 }
 
 #[test]
+fn latin1_bytes_keep_their_lines_and_the_rest_of_their_text() {
+    let dir = tempfile::tempdir().unwrap();
+    // Latin-1 on context, added and removed lines, before and on the lines with findings.
+    let diff = b"diff --git a/app.py b/app.py\n--- a/app.py\n+++ b/app.py\n\
+        @@ -1,3 +1,6 @@\n # caf\xe9\n-old = 'cr\xe8me'\n+name = 'cr\xe8me br\xfbl\xe9e'\n\
+        +api_key = \"Zx8kQ2mN7vB4pL9w\"  # r\xe9sum\xe9\n+x = 1\n breakpoint()  # \xe0 enlever\n\
+        +breakpoint()  # \xe9t\xe9\n";
+    let path = dir.path().join("latin1.diff");
+    std::fs::write(&path, diff).unwrap();
+    let o = reviewbot(
+        &[
+            "review",
+            "--diff",
+            path.to_str().unwrap(),
+            "--lens",
+            "builtin",
+            "--format",
+            "json",
+        ],
+        None,
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is not valid UTF-8"), "{}", stderr(&o));
+    let doc = json(&o);
+    let findings = doc["findings"].as_array().unwrap();
+    let mut at: Vec<(u64, &str)> = findings
+        .iter()
+        .map(|f| (f["line"].as_u64().unwrap(), f["title"].as_str().unwrap()))
+        .collect();
+    at.sort();
+    assert_eq!(
+        at,
+        [
+            (3, "Possible committed secret (generic-api-key)"),
+            (6, "Leftover breakpoint() call")
+        ],
+        "{findings:#?}"
+    );
+    // The line quoted is the diff's own: its bytes, the secret masked, and only the
+    // undecodable Latin-1 bytes replaced.
+    let secret = findings.iter().find(|f| f["line"] == 3).unwrap();
+    let body = secret["body"].as_str().unwrap();
+    assert!(
+        body.contains("`api_key = \"[REDACTED generic-api-key]\"  # r\u{FFFD}sum\u{FFFD}`"),
+        "{body}"
+    );
+}
+
+#[test]
+fn a_coloured_diff_is_exit_2_saying_how_to_get_a_plain_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // What `git diff --color=always` writes: every header line starts with an escape.
+    let coloured = b"\x1b[1mdiff --git a/x b/x\x1b[m\n\x1b[1mindex 1..2 100644\x1b[m\n\
+        \x1b[1m--- a/x\x1b[m\n\x1b[1m+++ b/x\x1b[m\n\x1b[36m@@ -1 +1 @@\x1b[m\n\
+        \x1b[31m-a\x1b[m\n\x1b[32m+b\x1b[m\n";
+    let o = reviewbot(&["review", "--diff", "-"], Some(coloured), dir.path());
+    assert_usage_error(&o, "standard input is a coloured diff");
+    assert!(stderr(&o).contains("git diff --no-color"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("not a unified diff"), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+}
+
+#[test]
 fn bad_input_is_exit_2_with_one_clear_line() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
