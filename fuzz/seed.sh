@@ -15,5 +15,13 @@ copy() { # target file...
 copy diff_parse seeds/diff_parse/* "$root"/fixtures/diffs/*.diff "$root"/examples/*.patch "$root"/tests/fixtures/cli/*.diff
 copy lens_response seeds/lens_response/*
 copy sanitize seeds/sanitize/* "$root"/README.md "$root"/docs/*.md
-# Slot: copy webhook_event "$root"/fixtures/github/*.json
+# The event name is the first byte (see fuzz_targets/webhook_event.rs): 0 pull_request, 1 issue_comment.
+seed_event() { # byte dir
+  mkdir -p corpus/webhook_event
+  for f in "$root"/fixtures/github-webhooks/"$2"/*.json; do
+    { printf "\\$(printf '%03o' "$1")"; cat "$f"; } >"corpus/webhook_event/$1-$(sha1sum "$f" | cut -c1-16)"
+  done
+}
+seed_event 0 pull_request
+seed_event 1 issue_comment
 echo "corpus seeded: $(ls corpus | tr '\n' ' ')"

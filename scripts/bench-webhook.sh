@@ -89,6 +89,8 @@ function setup(thread)
 end
 
 function init(args)
+    -- Each wrk run (warm-up, measured) passes its own tag, so no delivery id repeats.
+    run = (args[1] or "") .. run
     n = 0
     headers = {
         ["Content-Type"] = "application/json",
@@ -118,8 +120,8 @@ EOF
 drive() { # NAME URL PID
     local name=$1 url=$2 pid=$3 idle warm result peak
     idle=$(rss_kb "$pid" VmRSS)
-    warm=$(wrk -t"$threads" -c"$connections" -d3s -s "$scratch/delivery.lua" "$url" | sed -n 's/^RESULT //p')
-    result=$(wrk -t"$threads" -c"$connections" -d"$duration" -s "$scratch/delivery.lua" "$url" | sed -n 's/^RESULT //p')
+    warm=$(wrk -t"$threads" -c"$connections" -d3s -s "$scratch/delivery.lua" "$url" -- warm | sed -n 's/^RESULT //p')
+    result=$(wrk -t"$threads" -c"$connections" -d"$duration" -s "$scratch/delivery.lua" "$url" -- run | sed -n 's/^RESULT //p')
     peak=$(rss_kb "$pid" VmHWM)
     echo "$name $result warmup_ok=$(sed -n 's/.* ok=\([0-9]*\).*/\1/p' <<<"$warm") idle_rss_mb=$((idle / 1024)) peak_rss_mb=$((peak / 1024))"
 }

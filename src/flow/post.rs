@@ -119,26 +119,42 @@ async fn send(
     review: &NewReview,
     report: &Report,
 ) -> Result<(), GithubError> {
-    match ctx.github.create_review(to.repo, to.pr, review).await {
-        Ok(_) => Ok(()),
-        Err(GithubError::WriteUncertain { .. }) => {
-            let reviews = gather::reviews(ctx, to.repo, to.pr).await?;
-            // In per-lens mode the report is that one lens's review.
-            let lens = to
-                .per_lens
-                .then(|| report.lenses.first().map(|l| l.lens.as_str()))
-                .flatten();
-            if landed(&reviews, report, to.identity, lens) {
-                return Ok(());
+    // In per-lens mode the report is that one lens's review.
+    let lens = to
+        .per_lens
+        .then(|| report.lenses.first().map(|l| l.lens.as_str()))
+        .flatten();
+    let budget = ctx.config.github.max_rate_limit_wait;
+    let mut waited = std::time::Duration::ZERO;
+    let mut backoff = POST_BACKOFF;
+    let mut tries = 1;
+    loop {
+        match ctx.github.create_review(to.repo, to.pr, review).await {
+            Ok(_) => return Ok(()),
+            Err(e @ GithubError::WriteUncertain { .. }) => {
+                // It may have landed: look for the round's marker before any new POST.
+                let reviews = gather::reviews(ctx, to.repo, to.pr).await?;
+                if landed(&reviews, report, to.identity, lens) {
+                    return Ok(());
+                }
+                if tries >= POST_ATTEMPTS || waited + backoff > budget {
+                    return Err(e);
+                }
+                tracing::warn!(error = %e, wait_ms = backoff.as_millis() as u64, "the review POST went unconfirmed; trying again");
+                tokio::time::sleep(backoff).await;
+                waited += backoff;
+                backoff *= 2;
+                tries += 1;
             }
-            ctx.github
-                .create_review(to.repo, to.pr, review)
-                .await
-                .map(|_| ())
+            Err(e) => return Err(e),
         }
-        Err(e) => Err(e),
     }
 }
+
+/// Tries of one review POST that GitHub leaves unconfirmed (5xx, a timeout), each after looking
+/// for its marker, with a doubling wait between them (within `max_rate_limit_wait`).
+const POST_ATTEMPTS: u32 = 5;
+const POST_BACKOFF: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Whether a review of ours for this round and head exists (for `lens`, in per-lens mode).
 fn landed(reviews: &[Review], report: &Report, identity: &Identity, lens: Option<&str>) -> bool {

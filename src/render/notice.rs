@@ -5,10 +5,10 @@ use std::fmt;
 
 use crate::github::model::Permission;
 use crate::render::NOTICE_BUILTIN_ONLY;
-use crate::unicode::escape as reveal_invisible;
 use crate::review::gate::SkipReason;
 use crate::review::notice::Notice;
 use crate::review::scope::{Rescope, Scope};
+use crate::unicode::escape as reveal_invisible;
 
 impl fmt::Display for Notice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -434,6 +434,26 @@ fn server_errors_are_retried_and_an_uncertain_post_is_not_repeated() {
 }
 
 #[test]
+fn a_review_post_refused_with_502_twice_lands_once_on_the_third_try() {
+    let fake = world();
+    fake.fail_next(
+        Route::exact("POST", &format!("/repos/{REPO}/pulls/7/reviews")),
+        Fault::status(502),
+        2,
+    );
+    let run = Run::new("");
+    let o = run.review(&fake, Some(TOKEN), &["--post", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(json(&o)["posted"], true);
+    assert_eq!(fake.reviews(REPO, 7).len(), 1, "exactly one review");
+    // Three POSTs, and before each retry a look for the round's marker.
+    assert_eq!(
+        fake.count("POST", &format!("/repos/{REPO}/pulls/7/reviews")),
+        3
+    );
+}
+
+#[test]
 fn a_422_posts_the_round_with_every_finding_in_the_body() {
     let fake = world();
     fake.fail_next(
