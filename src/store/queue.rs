@@ -544,8 +544,9 @@ impl Store {
         Ok(changed == 1)
     }
 
-    /// Whether a newer head of the job's PR was requested after it: a worker checks before
-    /// posting, so a round in flight for an older head is not posted.
+    /// Whether a newer head of the job's PR was requested after it. A worker checks when it
+    /// takes the job, so an older head's job that has not started does not run; one already
+    /// running still posts its round for the head it reviewed (the header names that head).
     pub async fn is_superseded(&self, job: JobId) -> Result<bool, StoreError> {
         let row: Option<(String, Option<i64>)> = on_pool!(&self.db, pool => {
             sqlx::query_as("SELECT state, superseded_by FROM jobs WHERE id = $1")
