@@ -268,6 +268,51 @@ async fn until(limit: Duration, what: &str, mut done: impl FnMut() -> bool, serv
     }
 }
 
+/// Delivers `opened` for PR #7 (delivery `id`) and waits until round 1 is posted and the queue
+/// is empty.
+async fn round_one(fake: &FakeGithub, site: &Site, serve: &Serve, id: &str) {
+    let opened = payload("pull_request", "opened.payload.json", &sha("head"));
+    assert_eq!(
+        deliver(serve, "pull_request", id, &opened, SECRET).await,
+        202
+    );
+    reviews_reach(fake, PR, 1, serve).await;
+    settled(site, serve).await;
+}
+
+/// PR #8 beside #7, with the same file and its own head.
+fn add_second_pr(fake: &FakeGithub) {
+    fake.add_pr(
+        REPO,
+        PrSpec {
+            number: 8,
+            head_sha: sha("other"),
+            files: vec![FileSpec::modified("app/work.py", PY_PATCH)],
+            ..PrSpec::default()
+        },
+    );
+}
+
+/// `opened` for PR #8.
+fn second_pr_payload() -> Value {
+    let mut v = payload("pull_request", "opened.payload.json", &sha("other"));
+    v["number"] = json!(8);
+    v["pull_request"]["number"] = json!(8);
+    v
+}
+
+/// Waits until PR `pr` has `n` reviews (at most 60 s).
+async fn reviews_reach(fake: &FakeGithub, pr: u64, n: usize, serve: &Serve) {
+    let what = format!("{n} review(s) on #{pr}");
+    until(
+        Duration::from_secs(60),
+        &what,
+        || fake.reviews(REPO, pr).len() >= n,
+        serve,
+    )
+    .await;
+}
+
 /// Waits until the store has no queued or running job.
 async fn settled(site: &Site, serve: &Serve) {
     let store = reviewbot::store::Store::connect(&site.db).await.unwrap();
@@ -304,19 +349,7 @@ async fn opened_posts_round_one_with_a_minted_installation_token() {
     let fake = world();
     let site = Site::new("");
     let serve = Serve::start(&site, &fake);
-    let body = payload("pull_request", "opened.payload.json", &sha("head"));
-    assert_eq!(
-        deliver(&serve, "pull_request", "d-1", &body, SECRET).await,
-        202
-    );
-    until(
-        Duration::from_secs(30),
-        "round 1",
-        || !fake.reviews(REPO, PR).is_empty(),
-        &serve,
-    )
-    .await;
-    settled(&site, &serve).await;
+    round_one(&fake, &site, &serve, "d-1").await;
     let reviews = fake.reviews(REPO, PR);
     assert_eq!(reviews.len(), 1);
     assert_eq!(reviews[0]["user"]["login"], BOT);
@@ -343,13 +376,7 @@ async fn the_same_delivery_three_times_is_one_round() {
         let status = deliver(&serve, "pull_request", "dup-1", &body, SECRET).await;
         assert!((200..300).contains(&status), "{status}");
     }
-    until(
-        Duration::from_secs(30),
-        "round 1",
-        || !fake.reviews(REPO, PR).is_empty(),
-        &serve,
-    )
-    .await;
+    reviews_reach(&fake, PR, 1, &serve).await;
     settled(&site, &serve).await;
     assert_eq!(fake.reviews(REPO, PR).len(), 1);
     let store = reviewbot::store::Store::connect(&site.db).await.unwrap();
@@ -361,19 +388,7 @@ async fn synchronize_posts_round_two_on_the_new_head() {
     let fake = world();
     let site = Site::new("");
     let serve = Serve::start(&site, &fake);
-    let opened = payload("pull_request", "opened.payload.json", &sha("head"));
-    assert_eq!(
-        deliver(&serve, "pull_request", "s-1", &opened, SECRET).await,
-        202
-    );
-    until(
-        Duration::from_secs(30),
-        "round 1",
-        || fake.reviews(REPO, PR).len() == 1,
-        &serve,
-    )
-    .await;
-    settled(&site, &serve).await;
+    round_one(&fake, &site, &serve, "s-1").await;
 
     fake.set_head(
         REPO,
@@ -386,13 +401,7 @@ async fn synchronize_posts_round_two_on_the_new_head() {
         deliver(&serve, "pull_request", "s-2", &pushed, SECRET).await,
         202
     );
-    until(
-        Duration::from_secs(30),
-        "round 2",
-        || fake.reviews(REPO, PR).len() == 2,
-        &serve,
-    )
-    .await;
+    reviews_reach(&fake, PR, 2, &serve).await;
     settled(&site, &serve).await;
     let bodies = bodies(&fake);
     assert!(
@@ -407,28 +416,13 @@ async fn the_trigger_label_asks_for_a_new_round_and_comes_off() {
     let fake = world();
     let site = Site::new("");
     let serve = Serve::start(&site, &fake);
-    let opened = payload("pull_request", "opened.payload.json", &sha("head"));
-    deliver(&serve, "pull_request", "t-1", &opened, SECRET).await;
-    until(
-        Duration::from_secs(30),
-        "round 1",
-        || fake.reviews(REPO, PR).len() == 1,
-        &serve,
-    )
-    .await;
-    settled(&site, &serve).await;
+    round_one(&fake, &site, &serve, "t-1").await;
 
     fake.set_labels(REPO, PR, &["reviewbot:review"]);
     let mut labeled = payload("pull_request", "labeled.payload.json", &sha("head"));
     labeled["label"]["name"] = json!("reviewbot:review");
     deliver(&serve, "pull_request", "t-2", &labeled, SECRET).await;
-    until(
-        Duration::from_secs(30),
-        "round 2",
-        || fake.reviews(REPO, PR).len() == 2,
-        &serve,
-    )
-    .await;
+    reviews_reach(&fake, PR, 2, &serve).await;
     settled(&site, &serve).await;
     assert!(
         fake.labels(REPO, PR).is_empty(),
@@ -471,13 +465,7 @@ async fn opt_out_and_drafts_get_no_round_until_ready() {
         &sha("head"),
     );
     deliver(&serve, "pull_request", "o-3", &ready, SECRET).await;
-    until(
-        Duration::from_secs(30),
-        "round 1",
-        || fake.reviews(REPO, PR).len() == 1,
-        &serve,
-    )
-    .await;
+    reviews_reach(&fake, PR, 1, &serve).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -506,13 +494,7 @@ async fn the_review_command_needs_write_access() {
     comment["comment"]["user"]["login"] = json!("writer");
     comment["sender"]["login"] = json!("writer");
     deliver(&serve, "issue_comment", "c-2", &comment, SECRET).await;
-    until(
-        Duration::from_secs(30),
-        "a round",
-        || fake.reviews(REPO, PR).len() == 1,
-        &serve,
-    )
-    .await;
+    reviews_reach(&fake, PR, 1, &serve).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -590,13 +572,7 @@ async fn sigkill_while_a_lens_is_slow_then_a_restart_posts_exactly_once() {
     assert!(fake.reviews(REPO, PR).is_empty());
 
     let serve = Serve::start(&site, &fake);
-    until(
-        Duration::from_secs(60),
-        "the round after the restart",
-        || !fake.reviews(REPO, PR).is_empty(),
-        &serve,
-    )
-    .await;
+    reviews_reach(&fake, PR, 1, &serve).await;
     settled(&site, &serve).await;
     assert_eq!(fake.reviews(REPO, PR).len(), 1, "posted once");
     assert_eq!(runs(&site), 2, "the lens ran again after the crash");
@@ -605,15 +581,7 @@ async fn sigkill_while_a_lens_is_slow_then_a_restart_posts_exactly_once() {
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_finishes_the_round_in_hand_and_keeps_the_queue() {
     let fake = world();
-    fake.add_pr(
-        REPO,
-        PrSpec {
-            number: 8,
-            head_sha: sha("other"),
-            files: vec![FileSpec::modified("app/work.py", PY_PATCH)],
-            ..PrSpec::default()
-        },
-    );
+    add_second_pr(&fake);
     let site = Site::new("");
     let config = format!("{}\n[serve]\nworkers = 1\n", slow_lens(&site, 2));
     std::fs::write(
@@ -624,10 +592,7 @@ async fn sigterm_finishes_the_round_in_hand_and_keeps_the_queue() {
     let mut serve = Serve::start(&site, &fake);
     let opened = payload("pull_request", "opened.payload.json", &sha("head"));
     deliver(&serve, "pull_request", "term-1", &opened, SECRET).await;
-    let mut other = opened.clone();
-    other["number"] = json!(8);
-    other["pull_request"]["number"] = json!(8);
-    other["pull_request"]["head"]["sha"] = json!(sha("other"));
+    let other = second_pr_payload();
     until(
         Duration::from_secs(30),
         "the lens to start",
@@ -643,13 +608,7 @@ async fn sigterm_finishes_the_round_in_hand_and_keeps_the_queue() {
     assert!(fake.reviews(REPO, 8).is_empty());
 
     let serve = Serve::start(&site, &fake);
-    until(
-        Duration::from_secs(30),
-        "the queued round",
-        || fake.reviews(REPO, 8).len() == 1,
-        &serve,
-    )
-    .await;
+    reviews_reach(&fake, 8, 1, &serve).await;
     settled(&site, &serve).await;
     assert_eq!(fake.reviews(REPO, PR).len(), 1);
 }
@@ -694,15 +653,7 @@ async fn two_replicas_on_one_postgres_post_each_round_once() {
         return;
     };
     let fake = world();
-    fake.add_pr(
-        REPO,
-        PrSpec {
-            number: 8,
-            head_sha: sha("other"),
-            files: vec![FileSpec::modified("app/work.py", PY_PATCH)],
-            ..PrSpec::default()
-        },
-    );
+    add_second_pr(&fake);
     let dir = tempfile::tempdir().unwrap();
     let site = Site::with_db(dir, db, "");
     let config = format!("{}\n[serve]\nworkers = 2\n", slow_lens(&site, 1));
@@ -714,10 +665,7 @@ async fn two_replicas_on_one_postgres_post_each_round_once() {
     let a = Serve::start(&site, &fake);
     let b = Serve::start(&site, &fake);
     let first = payload("pull_request", "opened.payload.json", &sha("head"));
-    let mut second = first.clone();
-    second["number"] = json!(8);
-    second["pull_request"]["number"] = json!(8);
-    second["pull_request"]["head"]["sha"] = json!(sha("other"));
+    let second = second_pr_payload();
     // GitHub may deliver (and redeliver) to any replica: every delivery goes to both.
     for (id, body) in [("r-1", &first), ("r-2", &second)] {
         let (sa, sb) = tokio::join!(
