@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 use crate::flow::request::ReviewRequest;
-use crate::ids::{DeliveryId, JobId};
+use crate::ids::JobId;
 
 pub mod job;
 pub mod metrics;
@@ -27,12 +27,7 @@ pub use metrics::Metrics;
 pub use signature::WebhookSecrets;
 
 /// A delivery as the store keeps it (keyed by its id, so a redelivery adds nothing).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewDelivery {
-    pub id: DeliveryId,
-    pub event: String,
-    pub action: Option<String>,
-}
+pub use crate::store::NewDelivery;
 
 /// What the store did with a delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,14 +27,9 @@ impl Intake for StoreIntake {
         d: &NewDelivery,
         req: Option<&ReviewRequest>,
     ) -> Result<Accepted, IntakeError> {
-        let delivery = store::NewDelivery {
-            id: d.id.clone(),
-            event: d.event.clone(),
-            action: d.action.clone(),
-        };
         let accepted = self
             .store
-            .accept_delivery(&delivery, req)
+            .accept_delivery(d, req)
             .await
             .map_err(IntakeError::new)?;
         tracing::debug!(outcome = accepted.outcome(), "delivery stored");
