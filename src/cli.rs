@@ -195,7 +195,7 @@ fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::Runtime(format!("cannot start the async runtime: {e}")))?;
     runtime
         .block_on(crate::server::serve::serve(config, env))
-        .map_err(|e| CliError::Runtime(crate::redact::redact(&format!("{e:#}")).into_owned()))?;
+        .map_err(|e| CliError::Runtime(format!("{e:#}")))?;
     Ok(ExitCode::SUCCESS)
 }
 

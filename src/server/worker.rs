@@ -120,17 +120,6 @@ impl<R: JobRunner> Worker<R> {
             )
             .in_current_span(),
         );
-        if let Ok(true) = self.store.is_superseded(job.id).await {
-            beat.abort();
-            let done = self
-                .store
-                .complete(&job, &self.name, "superseded by a newer head")
-                .await;
-            if let Err(e) = done {
-                tracing::error!(error = %e, "recording the job's end failed");
-            }
-            return;
-        }
         let run = self.runner.run(job.clone());
         tokio::pin!(run);
         let ended = tokio::select! {

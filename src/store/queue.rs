@@ -3,8 +3,9 @@
 //! A job is one review of one PR. Its life: `queued` → `running` (claimed with a lease) →
 //! `done` | `failed` | back to `queued` (a retry, a release, a lease that expired); a queued job
 //! becomes `superseded` when a newer head of its PR is requested. A running job of an older head
-//! is flagged (`superseded_by`) instead, so its worker can skip posting; if it comes back to the
-//! queue it is superseded then.
+//! is flagged (`superseded_by`) instead and finishes its round for the head it reviewed; if it
+//! comes back to the queue (released, failed, its lease expired) it is superseded then, so a
+//! claim never hands out a superseded job.
 //!
 //! Every claim and every enqueue is one write transaction. On SQLite the writes of a process
 //! take turns (a gate, then `BEGIN IMMEDIATE`, so none hits SQLITE_BUSY), and deliveries go
@@ -544,9 +545,8 @@ impl Store {
         Ok(changed == 1)
     }
 
-    /// Whether a newer head of the job's PR was requested after it. A worker checks when it
-    /// takes the job, so an older head's job that has not started does not run; one already
-    /// running still posts its round for the head it reviewed (the header names that head).
+    /// Whether a newer head of the job's PR was requested after it (superseded while queued, or
+    /// flagged while running).
     pub async fn is_superseded(&self, job: JobId) -> Result<bool, StoreError> {
         let row: Option<(String, Option<i64>)> = on_pool!(&self.db, pool => {
             sqlx::query_as("SELECT state, superseded_by FROM jobs WHERE id = $1")

@@ -62,11 +62,17 @@ impl Site {
     }
 
     fn with_db(dir: tempfile::TempDir, db: String, config: &str) -> Site {
+        let site = Site { dir, db };
+        site.set_config(config);
+        site
+    }
+
+    /// Writes the config: short GitHub waits, then `config`.
+    fn set_config(&self, config: &str) {
         let cfg = format!(
             "[github]\nmax_rate_limit_wait = \"10s\"\nrate_limit_floor = \"1s\"\n\n{config}"
         );
-        std::fs::write(dir.path().join("reviewbot.toml"), cfg).unwrap();
-        Site { dir, db }
+        std::fs::write(self.config(), cfg).unwrap();
     }
 
     fn config(&self) -> PathBuf {
@@ -536,6 +542,17 @@ fn slow_lens(site: &Site, secs: u32) -> String {
     )
 }
 
+/// Waits until the slow lens has started its first run.
+async fn lens_started(site: &Site, serve: &Serve) {
+    until(
+        Duration::from_secs(30),
+        "the lens to start",
+        || runs(site) >= 1,
+        serve,
+    )
+    .await;
+}
+
 fn runs(site: &Site) -> usize {
     std::fs::read_to_string(site.path("started"))
         .map(|s| s.lines().count())
@@ -550,24 +567,14 @@ async fn sigkill_while_a_lens_is_slow_then_a_restart_posts_exactly_once() {
         "{}\n[serve]\nworkers = 1\nlease = \"2s\"\n",
         slow_lens(&site, 3)
     );
-    std::fs::write(
-        site.config(),
-        format!("[github]\nmax_rate_limit_wait = \"10s\"\n\n{config}"),
-    )
-    .unwrap();
+    site.set_config(&config);
     let mut serve = Serve::start(&site, &fake);
     let opened = payload("pull_request", "opened.payload.json", &sha("head"));
     assert_eq!(
         deliver(&serve, "pull_request", "k-1", &opened, SECRET).await,
         202
     );
-    until(
-        Duration::from_secs(30),
-        "the lens to start",
-        || runs(&site) == 1,
-        &serve,
-    )
-    .await;
+    lens_started(&site, &serve).await;
     serve.signal_and_wait(nix::sys::signal::Signal::SIGKILL, Duration::from_secs(5));
     assert!(fake.reviews(REPO, PR).is_empty());
 
@@ -584,22 +591,12 @@ async fn sigterm_finishes_the_round_in_hand_and_keeps_the_queue() {
     add_second_pr(&fake);
     let site = Site::new("");
     let config = format!("{}\n[serve]\nworkers = 1\n", slow_lens(&site, 2));
-    std::fs::write(
-        site.config(),
-        format!("[github]\nmax_rate_limit_wait = \"10s\"\n\n{config}"),
-    )
-    .unwrap();
+    site.set_config(&config);
     let mut serve = Serve::start(&site, &fake);
     let opened = payload("pull_request", "opened.payload.json", &sha("head"));
     deliver(&serve, "pull_request", "term-1", &opened, SECRET).await;
     let other = second_pr_payload();
-    until(
-        Duration::from_secs(30),
-        "the lens to start",
-        || runs(&site) == 1,
-        &serve,
-    )
-    .await;
+    lens_started(&site, &serve).await;
     deliver(&serve, "pull_request", "term-2", &other, SECRET).await;
     let took = serve.signal_and_wait(nix::sys::signal::Signal::SIGTERM, Duration::from_secs(30));
     assert!(took < Duration::from_secs(30), "{took:?}");
@@ -657,11 +654,7 @@ async fn two_replicas_on_one_postgres_post_each_round_once() {
     let dir = tempfile::tempdir().unwrap();
     let site = Site::with_db(dir, db, "");
     let config = format!("{}\n[serve]\nworkers = 2\n", slow_lens(&site, 1));
-    std::fs::write(
-        site.config(),
-        format!("[github]\nmax_rate_limit_wait = \"10s\"\n\n{config}"),
-    )
-    .unwrap();
+    site.set_config(&config);
     let a = Serve::start(&site, &fake);
     let b = Serve::start(&site, &fake);
     let first = payload("pull_request", "opened.payload.json", &sha("head"));
