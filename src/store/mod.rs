@@ -9,12 +9,12 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sqlx::migrate::{MigrateError, Migrator};
+use sqlx::migrate::{MigrateError, Migration, MigrationType, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Connection, Database, Pool, Postgres, Sqlite, Transaction};
+use sqlx::{Connection, Database, Pool, Postgres, SqlSafeStr, Sqlite, Transaction};
 
 use crate::github::model::RepoName;
 use crate::ids::{JobId, PrNumber};
@@ -36,8 +36,39 @@ mod record;
 pub use queue::{Accepted, Job, JobRecord, JobState, NewDelivery};
 pub use record::{LensRunRecord, RoundRecord};
 
-static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");
-static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
+/// The migrations, one list a database, embedded with `include_str!` rather than sqlx's
+/// `migrate!` macro: the macro needs sqlx's proc-macro crates, which build a second copy of
+/// sqlx and its TLS stack for the host. Versions, descriptions and text are what `migrate!`
+/// would read from the file names, so the checksums of databases already migrated still match.
+/// A new migration is one more line in each list.
+fn migrator(db: &Db) -> Migrator {
+    let files: &[(i64, &'static str, &'static str)] = match db {
+        Db::Sqlite(_) => &[(
+            1,
+            "store",
+            include_str!("../../migrations/sqlite/0001_store.sql"),
+        )],
+        Db::Postgres(_) => &[(
+            1,
+            "store",
+            include_str!("../../migrations/postgres/0001_store.sql"),
+        )],
+    };
+    Migrator::with_migrations(
+        files
+            .iter()
+            .map(|&(version, description, sql)| {
+                Migration::new(
+                    version,
+                    description.into(),
+                    MigrationType::Simple,
+                    sql.into_sql_str(),
+                    false,
+                )
+            })
+            .collect(),
+    )
+}
 
 /// How long a writer waits for SQLite's write lock before giving up.
 const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -110,9 +141,10 @@ impl Store {
         } else {
             return Err(StoreError::Scheme { url: shown });
         };
+        let migrations = migrator(&db);
         let migrated = match &db {
-            Db::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await,
-            Db::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await,
+            Db::Sqlite(pool) => migrations.run(pool).await,
+            Db::Postgres(pool) => migrations.run(pool).await,
         };
         migrated.map_err(|source| StoreError::Migrate { url: shown, source })?;
         let (write_gate, intake) = match &db {
