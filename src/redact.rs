@@ -360,12 +360,6 @@ struct Compiled {
     /// Compiled on first need: most texts never hold most rules' keywords, and compiling every
     /// pattern up front was a measurable part of a short run.
     rules: Vec<std::sync::OnceLock<Regex>>,
-    pem_begin: Regex,
-    pem_end: Regex,
-    generic: Regex,
-    aws_secret: Regex,
-    aws_shaped: Regex,
-    url_password: Regex,
 }
 
 /// The patterns are constants covered by tests; failing to compile one is a programming error.
@@ -392,29 +386,47 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
             .map(|r| r.keywords.iter().map(|k| memmem::Finder::new(*k)).collect())
             .collect(),
         rules: RULES.iter().map(|_| std::sync::OnceLock::new()).collect(),
-        pem_begin: compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"),
-        pem_end: compile(r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"),
-        generic: compile(concat!(
-            r"(?i)(?:access|auth|api|credential|creds|key|passw(?:or)?d|pwd|secret|token)",
-            r"[a-z0-9_.-]{0,20}['\x22]?[ \t]*(?::=|=>|=|:)[ \t]*[`'\x22]?",
-            // `{10,}` rather than `{10,150}`: a bounded repeat of 150 compiles to a large
-            // automaton on every start-up; the upper bound is checked in `generic_keys`.
-            r"([A-Za-z0-9_.=+/~!@#$%^&*-]{10,})",
-            r"(?:[`'\x22;,\s]|\\[nrt]|$)",
-        )),
-        aws_secret: compile(concat!(
-            r"(?i)(?:aws|amazon)[a-z0-9_.-]{0,30}secret[a-z0-9_.-]{0,30}['\x22]?[ \t]*",
-            r"(?::=|=>|=|:)[ \t]*[`'\x22]?([A-Za-z0-9/+]{40})",
-        )),
-        aws_shaped: compile(r"[A-Za-z0-9/+]{40}"),
-        url_password: compile(r"[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s/:@]{1,100}:([^\s/@]{1,200})@"),
     }
 });
+
+// The patterns outside [`RULES`], each compiled on first need like the rules: a text without
+// `://` never pays for the URL pattern, and so on (compiling all of them up front was most of
+// a short review's time).
+static PEM_BEGIN_RE: LazyLock<Regex> =
+    LazyLock::new(|| compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"));
+static PEM_END_RE: LazyLock<Regex> =
+    LazyLock::new(|| compile(r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"));
+static GENERIC_RE: LazyLock<Regex> = LazyLock::new(|| {
+    compile(concat!(
+        r"(?i)(?:access|auth|api|credential|creds|key|passw(?:or)?d|pwd|secret|token)",
+        r"[a-z0-9_.-]{0,20}['\x22]?[ \t]*(?::=|=>|=|:)[ \t]*[`'\x22]?",
+        // `{10,}` rather than `{10,150}`: a bounded repeat of 150 compiles to a large
+        // automaton; the upper bound is checked in `generic_keys`.
+        r"([A-Za-z0-9_.=+/~!@#$%^&*-]{10,})",
+        r"(?:[`'\x22;,\s]|\\[nrt]|$)",
+    ))
+});
+static AWS_SECRET_RE: LazyLock<Regex> = LazyLock::new(|| {
+    compile(concat!(
+        r"(?i)(?:aws|amazon)[a-z0-9_.-]{0,30}secret[a-z0-9_.-]{0,30}['\x22]?[ \t]*",
+        r"(?::=|=>|=|:)[ \t]*[`'\x22]?([A-Za-z0-9/+]{40})",
+    ))
+});
+static AWS_SHAPED_RE: LazyLock<Regex> = LazyLock::new(|| compile(r"[A-Za-z0-9/+]{40}"));
+/// User and password as open repeats: bounded repeats of a Unicode class (`{1,200}`) took
+/// 4.6 ms to compile; the bounds ([`URL_USER_MAX`], [`URL_PASSWORD_MAX`]) are checked on the
+/// captures instead.
+static URL_PASSWORD_RE: LazyLock<Regex> =
+    LazyLock::new(|| compile(r"[A-Za-z][A-Za-z0-9+.-]{1,20}://([^\s/:@]+):([^\s/@]+)@"));
+const URL_USER_MAX: usize = 100;
+const URL_PASSWORD_MAX: usize = 200;
 
 /// Literals one of which the rules outside [`RULES`] need.
 const EXTRA_KEYWORDS: &[&str] = &["://", "secret", "SECRET", "Secret"];
 
 const PEM_KEYWORD: &str = "PRIVATE KEY";
+/// How far after a BEGIN line a private key's END line is looked for.
+const PEM_WINDOW: usize = 64 * 1024;
 
 fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
     let c = &*COMPILED;
@@ -502,7 +514,7 @@ fn base64_at(bytes: &[u8], i: usize) -> bool {
 /// `aws_secret_access_key = <40 characters>` and the like.
 fn named_aws_secrets(text: &str, found: &mut Vec<SecretMatch>) {
     let bytes = text.as_bytes();
-    for caps in COMPILED.aws_secret.captures_iter(text) {
+    for caps in AWS_SECRET_RE.captures_iter(text) {
         let Some(value) = caps.get(1) else { continue };
         if base64_at(bytes, value.end()) || value.as_str().ends_with("EXAMPLEKEY") {
             continue;
@@ -533,7 +545,7 @@ fn paired_aws_secrets(text: &str, mode: Mode, found: &mut Vec<SecretMatch>) {
             end = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
         }
         let window = &text[start..end];
-        for m in COMPILED.aws_shaped.find_iter(window) {
+        for m in AWS_SHAPED_RE.find_iter(window) {
             let range = start + m.start()..start + m.end();
             let token = m.as_str();
             let plausible = token.bytes().any(|b| b.is_ascii_digit())
@@ -556,8 +568,15 @@ fn paired_aws_secrets(text: &str, mode: Mode, found: &mut Vec<SecretMatch>) {
 
 /// `scheme://user:password@host`: the password. Template variables are not passwords.
 fn url_passwords(text: &str, mode: Mode, found: &mut Vec<SecretMatch>) {
-    for caps in COMPILED.url_password.captures_iter(text) {
-        let Some(value) = caps.get(1) else { continue };
+    for caps in URL_PASSWORD_RE.captures_iter(text) {
+        let (Some(user), Some(value)) = (caps.get(1), caps.get(2)) else {
+            continue;
+        };
+        if user.as_str().chars().count() > URL_USER_MAX
+            || value.as_str().chars().count() > URL_PASSWORD_MAX
+        {
+            continue;
+        }
         let v = value.as_str();
         let template =
             v.starts_with(['$', '{', '<', '%']) || v.bytes().all(|b| b == b'*' || b == b'x');
@@ -641,8 +660,25 @@ pub fn remember<'a>(secrets: impl IntoIterator<Item = (&'static str, &'a str)>) 
 /// Every secret value in a multi-line `text` (a file's diff), each line of a private-key block
 /// on its own: what [`remember`] needs so that each line is masked wherever it is shown alone.
 pub fn secret_values(text: &str) -> Vec<(&'static str, &str)> {
+    let found = keyword_regions(text).into_iter().flat_map(|region| {
+        let base = region.start;
+        find_secrets(&text[region])
+            .into_iter()
+            .map(move |m| SecretMatch {
+                rule: m.rule,
+                range: base + m.range.start..base + m.range.end,
+            })
+    });
+    secret_values_of(text, found)
+}
+
+/// The values of `found` in `text`, each line of a private-key block on its own.
+fn secret_values_of(
+    text: &str,
+    found: impl IntoIterator<Item = SecretMatch>,
+) -> Vec<(&'static str, &str)> {
     let mut out = Vec::new();
-    for m in find_secrets(text) {
+    for m in found {
         let value = &text[m.range.clone()];
         if m.rule == PRIVATE_KEY {
             for line in value.lines() {
@@ -664,18 +700,53 @@ pub fn secret_values(text: &str) -> Vec<(&'static str, &str)> {
     out
 }
 
+/// The parts of a multi-line `text` that can hold a secret, in order and apart: each line with
+/// a keyword ([`keyword_starts`]; a line without one holds none), with the lines an AWS key
+/// pair may span around it and, after a private-key keyword, the window its END line is looked
+/// for in. Every part starts at a line's start and ends after a line break (or at the end), so
+/// a secret found in a part is the one found in the whole text: a file's diff is mostly lines
+/// without a keyword, and scanning only these parts is what keeps [`secret_values`] cheap.
+fn keyword_regions(text: &str) -> Vec<std::ops::Range<usize>> {
+    let mut regions: Vec<std::ops::Range<usize>> = Vec::new();
+    for at in keyword_starts(text) {
+        let mut start = at;
+        for _ in 0..=AWS_PAIR_LINES {
+            start = text[..start].rfind('\n').unwrap_or(0);
+        }
+        // After the line break found last (or from the text's start).
+        if start > 0 || text.starts_with('\n') {
+            start += 1;
+        }
+        let mut end = at;
+        for _ in 0..=AWS_PAIR_LINES {
+            end = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
+        }
+        if text[at..].starts_with(PEM_KEYWORD) {
+            let window = floor_boundary(text, at.saturating_add(PEM_WINDOW));
+            end = end.max(
+                text[window..]
+                    .find('\n')
+                    .map_or(text.len(), |i| window + i + 1),
+            );
+        }
+        match regions.last_mut() {
+            Some(last) if start <= last.end => last.end = last.end.max(end),
+            _ => regions.push(start..end),
+        }
+    }
+    regions
+}
+
 /// Private-key PEM blocks. With an END line, the whole block; without one (a diff line, a
 /// truncated hunk), the BEGIN line and the key-body-looking text after it.
 fn private_keys(text: &str, mode: Mode, found: &mut Vec<SecretMatch>) {
-    let c = &*COMPILED;
     let bytes = text.as_bytes();
     let mut at = 0;
-    while let Some(begin) = c.pem_begin.find_at(text, at) {
+    while let Some(begin) = PEM_BEGIN_RE.find_at(text, at) {
         at = begin.end();
-        let window_end = floor_boundary(text, begin.end().saturating_add(64 * 1024));
-        let next_begin = c.pem_begin.find_at(text, begin.end()).map(|m| m.start());
-        let end = c
-            .pem_end
+        let window_end = floor_boundary(text, begin.end().saturating_add(PEM_WINDOW));
+        let next_begin = PEM_BEGIN_RE.find_at(text, begin.end()).map(|m| m.start());
+        let end = PEM_END_RE
             .find(&text[begin.end()..window_end])
             .map(|m| begin.end() + m.end())
             .filter(|&e| next_begin.is_none_or(|nb| e <= nb));
@@ -736,7 +807,7 @@ const GENERIC_MAX_VALUE: usize = 150;
 
 fn generic_keys(text: &str, found: &mut Vec<SecretMatch>) {
     let mut at = 0;
-    while let Some(caps) = COMPILED.generic.captures_at(text, at) {
+    while let Some(caps) = GENERIC_RE.captures_at(text, at) {
         let (Some(all), Some(value)) = (caps.get(0), caps.get(1)) else {
             break;
         };
@@ -1104,6 +1175,16 @@ pub(crate) mod tests {
             let _ = compile(rule.pattern);
         }
         let _ = &*COMPILED;
+        for re in [
+            &PEM_BEGIN_RE,
+            &PEM_END_RE,
+            &GENERIC_RE,
+            &AWS_SECRET_RE,
+            &AWS_SHAPED_RE,
+            &URL_PASSWORD_RE,
+        ] {
+            let _ = &**re;
+        }
     }
 
     #[test]
@@ -1481,6 +1562,34 @@ pub(crate) mod tests {
             prop_assert!(!out.contains(head), "{} prefix in {:?}", rule, out);
             prop_assert!(scan(&out, Mode::Redact).is_empty(), "{:?}", out);
             prop_assert_eq!(redact(&out), out.clone());
+        }
+
+        #[test]
+        fn scanning_keyword_regions_finds_what_the_whole_text_holds(
+            secrets in prop::collection::vec(
+                (prop::sample::select(all_rules()), any::<u64>(), 0usize..40),
+                0..6,
+            ),
+            filler in prop::collection::vec("[ -~]{0,60}", 1..40),
+            paired in any::<bool>(),
+        ) {
+            // A file's diff: lines of filler with secrets (some multi-line, some an AWS key
+            // ID with a key-shaped value two lines on) dropped in at random lines.
+            let mut lines: Vec<String> = filler.iter().map(|l| format!("+{l}")).collect();
+            for (rule, seed, at) in &secrets {
+                let at = at % (lines.len() + 1);
+                lines.insert(at, format!("+x = \"{}\"", fake(rule, *seed)));
+                if paired && *rule == "aws-access-token" {
+                    let near = (at + 2).min(lines.len());
+                    lines.insert(near, format!("+ {}", rand(ALNUM, 40, *seed)));
+                }
+            }
+            let text = lines.join("\n");
+            let mut by_regions = secret_values(&text);
+            by_regions.sort();
+            let mut whole = secret_values_of(&text, find_secrets(&text));
+            whole.sort();
+            prop_assert_eq!(by_regions, whole);
         }
 
         #[test]

@@ -77,14 +77,23 @@ pub fn review(diff: &Diff) -> LensResponse {
 /// private-key bodies, an AWS secret key next to its key ID), so that every output masks
 /// those values wherever they appear — quoted diff lines, a lens's echo, logs, errors.
 pub fn remember_secrets(diff: &Diff) {
-    for file in diff.files().iter().filter(|f| !f.binary) {
-        let lockfile = is_lockfile(file.path());
-        redact::remember(
-            redact::secret_values(diff.file_text(file))
-                .into_iter()
-                .filter(|(rule, _)| !(lockfile && *rule == redact::GENERIC)),
-        );
-    }
+    let files: Vec<&FileDiff> = diff.files().iter().filter(|f| !f.binary).collect();
+    let found = crate::par::map_shares(
+        &files,
+        |f| diff.file_text(f).len(),
+        |share| {
+            share
+                .iter()
+                .flat_map(|file| {
+                    let lockfile = is_lockfile(file.path());
+                    redact::secret_values(diff.file_text(file))
+                        .into_iter()
+                        .filter(move |(rule, _)| !(lockfile && *rule == redact::GENERIC))
+                })
+                .collect()
+        },
+    );
+    redact::remember(found);
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
