@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use crate::fake_github::{FakeGithub, Fault, FileSpec, PrSpec, Route, TokenKind, sha};
 
-const REPO: &str = "octo/app";
-const TOKEN: &str = "test-installation-token";
+pub(crate) const REPO: &str = "octo/app";
+pub(crate) const TOKEN: &str = "test-installation-token";
 
 /// A patch with a leftover `dbg!` (blocking? no: advisory) and a Python `breakpoint()`
 /// (blocking), so the builtin lens has findings on known lines.
@@ -29,7 +29,7 @@ fn pr_files() -> Vec<FileSpec> {
 }
 
 /// A world with one PR (#7) of two files, and an App-like token.
-fn world() -> FakeGithub {
+pub(crate) fn world() -> FakeGithub {
     let fake = FakeGithub::start();
     fake.add_token(TOKEN, TokenKind::app());
     fake.add_pr(
@@ -43,12 +43,12 @@ fn world() -> FakeGithub {
     fake
 }
 
-struct Run {
-    dir: tempfile::TempDir,
+pub(crate) struct Run {
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Run {
-    fn new(config: &str) -> Run {
+    pub(crate) fn new(config: &str) -> Run {
         let dir = tempfile::tempdir().unwrap();
         let cfg =
             format!("[github]\nmax_rate_limit_wait = \"10s\"\nrate_limit_floor = \"1s\"\n{config}");
@@ -61,11 +61,17 @@ impl Run {
     }
 
     /// Runs `reviewbot review --repo octo/app --pr 7 <args>` against `fake`.
-    fn review(&self, fake: &FakeGithub, token: Option<&str>, args: &[&str]) -> Output {
+    pub(crate) fn review(&self, fake: &FakeGithub, token: Option<&str>, args: &[&str]) -> Output {
         self.review_pr(fake, token, 7, args)
     }
 
-    fn review_pr(&self, fake: &FakeGithub, token: Option<&str>, pr: u64, args: &[&str]) -> Output {
+    pub(crate) fn review_pr(
+        &self,
+        fake: &FakeGithub,
+        token: Option<&str>,
+        pr: u64,
+        args: &[&str],
+    ) -> Output {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_reviewbot"));
         cmd.args([
             "review",
@@ -90,11 +96,11 @@ impl Run {
     }
 }
 
-fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn json(o: &Output) -> Value {
+pub(crate) fn json(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
         panic!(
             "not JSON ({e}): {}\nstderr: {}",
@@ -104,14 +110,14 @@ fn json(o: &Output) -> Value {
     })
 }
 
-fn bodies(fake: &FakeGithub) -> Vec<String> {
+pub(crate) fn bodies(fake: &FakeGithub) -> Vec<String> {
     fake.reviews(REPO, 7)
         .iter()
         .map(|r| r["body"].as_str().unwrap_or_default().to_owned())
         .collect()
 }
 
-fn lens(name: &str, script: &Path) -> String {
+pub(crate) fn lens(name: &str, script: &Path) -> String {
     format!(
         "[[lens]]\nname = \"{name}\"\nbackend = \"command\"\nbin = \"{}\"\n",
         script.display()
