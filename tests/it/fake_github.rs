@@ -113,6 +113,8 @@ pub struct PrSpec {
     pub head_sha: String,
     pub base_sha: String,
     pub head_ref: String,
+    /// The owner of the fork the head branch lives in; `None` for a branch of the repository.
+    pub fork_owner: Option<String>,
     pub base_ref: String,
     pub draft: bool,
     /// `open` or `closed`.
@@ -132,6 +134,7 @@ impl Default for PrSpec {
             head_sha: sha("head"),
             base_sha: sha("base"),
             head_ref: "changes".to_owned(),
+            fork_owner: None,
             base_ref: "main".to_owned(),
             draft: false,
             state: "open".to_owned(),
