@@ -125,6 +125,10 @@ pub struct GithubConfig {
     pub max_rate_limit_wait: Duration,
     #[serde(deserialize_with = "duration")]
     pub rate_limit_floor: Duration,
+    /// The longest one request to GitHub may take (connect, send, headers and body): a hung
+    /// connection fails after this, a read is retried, a write is looked for by its marker.
+    #[serde(deserialize_with = "duration")]
+    pub request_timeout: Duration,
 }
 
 impl Default for GithubConfig {
@@ -133,6 +137,7 @@ impl Default for GithubConfig {
             bot_login: None,
             max_rate_limit_wait: Duration::from_secs(15 * 60),
             rate_limit_floor: Duration::from_secs(60),
+            request_timeout: Duration::from_secs(90),
         }
     }
 }
@@ -561,6 +566,7 @@ instructions = "Check that every migration is reversible."
 [github]
 max_rate_limit_wait = "15m"
 rate_limit_floor = "60s"
+request_timeout = "45s"
 
 [limits]
 subscription_concurrency = 2
@@ -577,6 +583,7 @@ workers = 4
         assert_eq!(names, ["claude", "terra"]);
         assert!(!selected.fallback);
         assert_eq!(c.github.max_rate_limit_wait, Duration::from_secs(900));
+        assert_eq!(c.github.request_timeout, Duration::from_secs(45));
         assert_eq!(c.serve.workers, 4);
         assert_eq!(c.serve.lease, Duration::from_secs(60));
     }

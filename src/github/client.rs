@@ -82,8 +82,6 @@ pub const MAX_PR_FILES: usize = 3000;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const READ_TIMEOUT: Duration = Duration::from_secs(30);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
-/// A safety net over one whole attempt (connect, send, headers and body).
-const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(90);
 /// Longest error text kept from a response body.
 const MAX_ERROR_CHARS: usize = 500;
 /// A backoff at least this long is announced on the notice sink (rate-limit waits always are).
@@ -115,6 +113,9 @@ pub struct ClientLimits {
     /// The first backoff after a failed `GET` (then doubled); also the short wait after a
     /// rate-limit reset that is already past.
     pub backoff_base: Duration,
+    /// The longest one attempt may take, connect to last body byte (`github.request_timeout`);
+    /// a server that accepts and never answers is a timeout after this.
+    pub request_timeout: Duration,
     /// Told before every rate-limit wait. Default: a line on stderr.
     pub notice: NoticeSink,
     /// Told the status of every response (0 when none came): the App's request metrics.
@@ -130,6 +131,7 @@ impl ClientLimits {
         Self {
             max_rate_limit_wait: config.max_rate_limit_wait,
             rate_limit_floor: config.rate_limit_floor,
+            request_timeout: config.request_timeout,
             ..Self::default()
         }
     }
@@ -144,6 +146,7 @@ impl Default for ClientLimits {
             write_spacing: Duration::from_secs(1),
             retries: 3,
             backoff_base: Duration::from_secs(1),
+            request_timeout: config.request_timeout,
             notice: Arc::new(|line: &str| eprintln!("{line}")),
             observe: Arc::new(|_: u16| {}),
         }
@@ -158,6 +161,7 @@ impl fmt::Debug for ClientLimits {
             .field("write_spacing", &self.write_spacing)
             .field("retries", &self.retries)
             .field("backoff_base", &self.backoff_base)
+            .field("request_timeout", &self.request_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -1147,9 +1151,12 @@ impl GithubClient {
                 auth: auth.cloned(),
             })
         };
-        match tokio::time::timeout(ATTEMPT_TIMEOUT, exchange).await {
+        match tokio::time::timeout(self.limits.request_timeout, exchange).await {
             Ok(result) => result,
-            Err(_) => Err(AttemptError::Transport("timed out".into())),
+            Err(_) => Err(AttemptError::Transport(format!(
+                "no answer within {} (github.request_timeout)",
+                fmt_wait(self.limits.request_timeout)
+            ))),
         }
     }
 
@@ -1221,17 +1228,17 @@ impl GithubClient {
     /// Maps a final non-success response to an error.
     fn error(&self, raw: &Raw, ctx: &Ctx) -> GithubError {
         let request_id = request_id(&raw.headers);
-        let message =
-            format!(
-                "{}{}",
-                scrub(
-                    &truncate(&error_message(&raw.body).unwrap_or_else(|| {
-                        String::from_utf8_lossy(&raw.body).trim().to_owned()
-                    })),
-                    raw.auth.as_ref()
-                ),
-                request_id_suffix(&request_id)
-            );
+        let message = format!(
+            "{}{}",
+            scrub(
+                &truncate(&error_message(&raw.body).unwrap_or_else(|| {
+                    html_page(raw)
+                        .unwrap_or_else(|| String::from_utf8_lossy(&raw.body).trim().to_owned())
+                })),
+                raw.auth.as_ref()
+            ),
+            request_id_suffix(&request_id)
+        );
         let what = ctx.what.clone();
         match raw.status.as_u16() {
             401 => GithubError::Unauthorized {
@@ -1322,7 +1329,39 @@ fn request_id(headers: &HeaderMap) -> Option<String> {
 fn parse_json<T: DeserializeOwned>(raw: &Raw, ctx: &Ctx) -> Result<T, GithubError> {
     serde_json::from_slice(&raw.body).map_err(|e| GithubError::InvalidResponse {
         what: ctx.what.clone(),
-        message: truncate(&redact(&e.to_string())),
+        message: truncate(&redact(&html_page(raw).unwrap_or_else(|| e.to_string()))),
+    })
+}
+
+/// "an HTML page (“title”) instead of JSON", for a body that is a web page: what a proxy or
+/// GitHub's own error pages (a 502's "Unicorn!") send, which says more than a parse error.
+fn html_page(raw: &Raw) -> Option<String> {
+    let html_type = raw
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.to_ascii_lowercase().contains("html"));
+    let head = String::from_utf8_lossy(&raw.body[..raw.body.len().min(4096)]).into_owned();
+    // ASCII lowering keeps byte offsets, so the title is cut from `head` as written.
+    let lower = head.to_ascii_lowercase();
+    let starts_html = ["<!doctype html", "<html"]
+        .iter()
+        .any(|p| lower.trim_start().starts_with(p));
+    if !html_type && !starts_html {
+        return None;
+    }
+    let title = lower
+        .find("<title>")
+        .map(|at| at + "<title>".len())
+        .and_then(|from| Some(from..from + lower[from..].find("</title>")?))
+        .map(|span| head[span].split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|t| !t.is_empty());
+    Some(match title {
+        Some(t) => format!(
+            "an HTML page (\u{201c}{}\u{201d}) instead of JSON",
+            t.chars().take(100).collect::<String>()
+        ),
+        None => "an HTML page instead of JSON".to_owned(),
     })
 }
 

@@ -20,14 +20,15 @@ use crate::lens::contract::{LensResponse, response_schema};
 const BASE_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TMPDIR"];
 
 /// Variables a command lens never gets, even when its config names them: the bot's own
-/// credentials (`docs/contract.md` "Isolation"), and the Claude subscription token, which is for a
-/// `claude-cli` lens only.
-const NEVER_ENV: [&str; 8] = [
+/// credentials (`docs/contract.md` "Isolation"; the store's URL can hold its password), and the
+/// Claude subscription token, which is for a `claude-cli` lens only.
+const NEVER_ENV: [&str; 9] = [
     "GITHUB_TOKEN",
     "GH_TOKEN",
     "REVIEWBOT_WEBHOOK_SECRET",
     "REVIEWBOT_PRIVATE_KEY",
     "REVIEWBOT_PRIVATE_KEY_PATH",
+    "REVIEWBOT_DATABASE_URL",
     "CLAUDE_CODE_OAUTH_TOKEN",
     "ACTIONS_RUNTIME_TOKEN",
     "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
@@ -310,10 +311,15 @@ mod tests {
             ("ANTHROPIC_API_KEY", "sk-ant-secret"),
             ("OPENAI_API_KEY", "sk-secret"),
             ("REVIEWBOT_WEBHOOK_SECRET", "hook"),
+            ("REVIEWBOT_DATABASE_URL", "postgres://app:pw@db/app"),
             ("MY_LENS_KEY", "mine"),
         ]
         .map(|(k, v)| (OsString::from(k), OsString::from(v)));
-        let named = ["MY_LENS_KEY".to_owned(), "GITHUB_TOKEN".to_owned()];
+        let named = [
+            "MY_LENS_KEY".to_owned(),
+            "GITHUB_TOKEN".to_owned(),
+            "REVIEWBOT_DATABASE_URL".to_owned(),
+        ];
         let env = child_env(&named, parent.clone());
         let names: Vec<_> = env
             .iter()

@@ -6,6 +6,7 @@ use sha2::{Digest, Sha256};
 use crate::diff::{Diff, FileDiff, Side};
 use crate::ids::LensName;
 use crate::lens::contract::{Confidence, RawFinding, Severity};
+use crate::sanitize::sanitize_line;
 
 /// A finding after parsing, validation and merging: what the output shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -72,13 +73,21 @@ impl Finding {
     }
 }
 
-/// The diff file a lens means by `path`, forgiving `a/`, `b/` and `./` prefixes.
+/// The diff file a lens means by `path`, forgiving `a/`, `b/` and `./` prefixes, and citing a
+/// name as the prompt showed it (sanitized, `plan::numbered_file`).
 fn find_file<'d>(diff: &'d Diff, path: &str) -> Option<&'d FileDiff> {
     let path = path.trim();
-    diff.file(path).or_else(|| {
+    let exact = |path: &str| {
+        diff.file(path).or_else(|| {
+            diff.files()
+                .iter()
+                .find(|f| sanitize_line(f.path()) == path)
+        })
+    };
+    exact(path).or_else(|| {
         ["b/", "a/", "./", "/"]
             .iter()
-            .find_map(|p| path.strip_prefix(p).and_then(|rest| diff.file(rest)))
+            .find_map(|p| path.strip_prefix(p).and_then(exact))
     })
 }
 
@@ -238,5 +247,17 @@ diff --git a/src/db.rs b/src/db.rs
         let mut r = raw("src/db.rs", 2, None, "t", "b");
         r.side = Side::Left;
         assert!(locate(r).in_diff);
+    }
+
+    #[test]
+    fn a_finding_citing_a_file_by_its_shown_name_lands_on_the_file() {
+        let name = "src/d\u{200B}b.rs";
+        let diff = Diff::parse(DIFF.replace("src/db.rs", name)).unwrap();
+        let f = Finding::locate(
+            raw("b/src/db.rs", 3, None, "t", "b"),
+            &LensName::new("x"),
+            &diff,
+        );
+        assert_eq!((f.path.as_str(), f.in_diff), (name, true));
     }
 }

@@ -3,9 +3,10 @@
 //! One `World` holds tokens, repositories, PRs (with every head they ever had), reviews, review
 //! comments, file contents and compare results. Handlers read and mutate it, so a test can run the
 //! real `reviewbot` binary against [`FakeGithub::url`] and then assert on what was stored and on
-//! the request log. Faults (5xx, rate limits, delays, "applied but answered 502") are queued per
-//! route with [`FakeGithub::fail_next`]. Any route the fake does not know answers 404 and is
-//! recorded in [`FakeGithub::unexpected`].
+//! the request log. Faults (5xx, rate limits, delays, "applied but answered 502", HTML pages, a
+//! body cut short, a connection that never answers) are queued per route with
+//! [`FakeGithub::fail_next`]. Any route the fake does not know answers 404 and is recorded in
+//! [`FakeGithub::unexpected`].
 //!
 //! Wire shapes follow GitHub's REST docs as `docs/contract.md` sums them up ("Review rules" for the
 //! 422s, "Diff media type" for `.diff` and its 406, "Retry rules" for rate limits).
@@ -112,6 +113,8 @@ pub struct PrSpec {
     pub head_sha: String,
     pub base_sha: String,
     pub head_ref: String,
+    /// The owner of the fork the head branch lives in; `None` for a branch of the repository.
+    pub fork_owner: Option<String>,
     pub base_ref: String,
     pub draft: bool,
     /// `open` or `closed`.
@@ -131,6 +134,7 @@ impl Default for PrSpec {
             head_sha: sha("head"),
             base_sha: sha("base"),
             head_ref: "changes".to_owned(),
+            fork_owner: None,
             base_ref: "main".to_owned(),
             draft: false,
             state: "open".to_owned(),
@@ -156,12 +160,36 @@ pub enum Fault {
     Delay(Duration),
     /// Handle the request (store what it writes), then answer this status anyway.
     ApplyThenFail(u16),
+    /// Answer this status with this `content-type` and these bytes as they are: an HTML error
+    /// page from GitHub's edge (its "Unicorn!" 502), a proxy's page, a JSON body cut short.
+    Raw {
+        status: u16,
+        content_type: String,
+        body: String,
+    },
+    /// Handle the request (store what it writes), send the headers and half the body with the
+    /// whole body's `content-length`, then drop the connection.
+    Truncated,
+    /// Read the request and never answer (the connection stays open until the client gives up).
+    Hang,
 }
 
 impl Fault {
     /// A bare status with GitHub's default body.
     pub fn status(code: u16) -> Fault {
         Fault::Status(code, None)
+    }
+
+    /// An HTML page with this status and `<title>`, as GitHub's edge serves when the API is
+    /// down.
+    pub fn html(status: u16, title: &str) -> Fault {
+        Fault::Raw {
+            status,
+            content_type: "text/html; charset=utf-8".to_owned(),
+            body: format!(
+                "<!DOCTYPE html>\n<html>\n  <head>\n    <meta http-equiv=\"Content-Type\" content=\"text/html; charset=utf-8\">\n    <title>{title}</title>\n  </head>\n  <body>\n    <p>No server is currently available to service your request.</p>\n  </body>\n</html>\n"
+            ),
+        }
     }
 
     /// A primary limit whose reset lies `secs` from now (negative: already past).

@@ -5,6 +5,7 @@ mod app_auth;
 mod backends;
 mod cli;
 mod fake_github;
+mod faults;
 mod hardening;
 mod intake;
 mod pr;

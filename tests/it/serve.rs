@@ -34,6 +34,11 @@ fn root() -> PathBuf {
 
 /// A fake with the App installed and PR #7 (one Python file).
 fn world() -> FakeGithub {
+    world_with(PrSpec::default())
+}
+
+/// [`world`] with PR #7 made of `spec` (its number and files set).
+fn world_with(spec: PrSpec) -> FakeGithub {
     let fake = FakeGithub::start();
     fake.add_app(APP_ID, SLUG, &test_key(KeyForm::Pkcs1).public_pem)
         .add_installation(INSTALLATION)
@@ -42,7 +47,7 @@ fn world() -> FakeGithub {
             PrSpec {
                 number: PR,
                 files: vec![FileSpec::modified("app/work.py", PY_PATCH)],
-                ..PrSpec::default()
+                ..spec
             },
         );
     fake
@@ -716,4 +721,123 @@ async fn a_job_that_keeps_failing_is_marked_failed_with_its_error() {
     assert!(error.contains("404"), "{error}");
     assert_eq!(fake.count("GET", &format!("/repos/{REPO}/pulls/{PR}")), 2);
     assert!(fake.reviews(REPO, PR).is_empty());
+}
+
+/// A command lens that writes its whole environment to `env.txt` and finds nothing; its config
+/// asks for the App's secrets by name, which it must still not get.
+fn env_lens(site: &Site) -> String {
+    let script = site.path("env.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncat >/dev/null\nenv >> '{}'\necho '{{\"findings\":[]}}'\n",
+            site.path("env.txt").display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!(
+        "[[lens]]\nname = \"env\"\nbackend = \"command\"\nbin = \"{}\"\nenv = [\"REVIEWBOT_WEBHOOK_SECRET\", \"REVIEWBOT_PRIVATE_KEY\", \"REVIEWBOT_PRIVATE_KEY_PATH\", \"REVIEWBOT_DATABASE_URL\", \"GITHUB_TOKEN\"]\n\n[review]\nlenses = [\"env\", \"builtin\"]\n",
+        script.display()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fork_pr_is_reviewed_by_the_base_config_and_no_lens_sees_an_app_secret() {
+    let fake = world_with(PrSpec {
+        fork_owner: Some("mallory".to_owned()),
+        ..PrSpec::default()
+    });
+    // The fork's branch carries a config that would switch every lens off; the base's does not.
+    let hostile = "[review]\nignore_paths = [\"**\"]\nlenses = []\n";
+    fake.add_file_content(REPO, "changes", ".github/reviewbot.toml", hostile)
+        .add_file_content(REPO, &sha("head"), ".github/reviewbot.toml", hostile)
+        .add_file_content(
+            REPO,
+            "main",
+            ".github/reviewbot.toml",
+            "[review]\nopt_out_label = \"no-bots\"\n",
+        );
+    let site = Site::new("");
+    site.set_config(&env_lens(&site));
+    let serve = Serve::start_with(
+        &site,
+        &fake,
+        &[
+            ("REVIEWBOT_WEBHOOK_SECRET", SECRET),
+            ("GITHUB_TOKEN", "ghp_operator_token_never_for_lenses"),
+        ],
+    );
+    let mut opened = payload("pull_request", "opened.payload.json", &sha("head"));
+    opened["pull_request"]["head"]["repo"]["full_name"] = json!("mallory/app");
+    opened["pull_request"]["head"]["repo"]["fork"] = json!(true);
+    assert_eq!(
+        deliver(&serve, "pull_request", "fork-1", &opened, SECRET).await,
+        202
+    );
+    reviews_reach(&fake, PR, 1, &serve).await;
+    settled(&site, &serve).await;
+
+    // The config came from the base branch only.
+    let refs: Vec<String> = fake
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/contents/.github/reviewbot.toml"))
+        .map(|r| r.query.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(refs, ["ref=main"]);
+    let body = &bodies(&fake)[0];
+    assert!(body.contains("reviewers: env, builtin"), "{body}");
+    assert!(body.contains("`no-bots` label opts this PR out"), "{body}");
+
+    // The lens saw its allow-list and nothing of the App's.
+    let env = std::fs::read_to_string(site.path("env.txt")).unwrap();
+    let key = &test_key(KeyForm::Pkcs1).private_pem;
+    let key_line = key.lines().nth(1).unwrap();
+    let mut never = vec![
+        "REVIEWBOT_",
+        "GITHUB_TOKEN",
+        SECRET,
+        key_line,
+        &site.db,
+        "ghp_operator_token_never_for_lenses",
+    ];
+    let minted = fake.minted();
+    assert!(!minted.is_empty());
+    never.extend(minted.iter().map(|m| m.token.as_str()));
+    for secret in never {
+        assert!(!env.contains(secret), "the lens saw {secret:?}:\n{env}");
+    }
+    assert!(env.contains("PATH="), "{env}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_installation_token_revoked_while_a_lens_runs_is_minted_again_and_posts_once() {
+    let fake = world();
+    let site = Site::new("");
+    site.set_config(&format!("{}\n[serve]\nworkers = 1\n", slow_lens(&site, 2)));
+    let serve = Serve::start(&site, &fake);
+    let opened = payload("pull_request", "opened.payload.json", &sha("head"));
+    deliver(&serve, "pull_request", "mid-1", &opened, SECRET).await;
+    lens_started(&site, &serve).await;
+    // The reads are done; the token the job holds dies before the POST.
+    assert_eq!(fake.minted().len(), 1);
+    fake.revoke_installation_tokens(INSTALLATION);
+    reviews_reach(&fake, PR, 1, &serve).await;
+    settled(&site, &serve).await;
+    assert_eq!(fake.reviews(REPO, PR).len(), 1, "posted once");
+    assert_eq!(fake.minted().len(), 2, "minted again");
+    // One request met the dead token; every later one, the POST too, carried the new one.
+    let minted = fake.minted();
+    let log = fake.requests();
+    let refused: Vec<_> = log.iter().filter(|r| r.status == 401).collect();
+    assert_eq!(refused.len(), 1, "{log:?}");
+    assert_eq!(refused[0].token.as_deref(), Some(minted[0].token.as_str()));
+    let posts: Vec<_> = log
+        .iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/reviews") && r.status == 200)
+        .collect();
+    assert_eq!(posts.len(), 1);
+    assert_eq!(posts[0].token.as_deref(), Some(minted[1].token.as_str()));
 }

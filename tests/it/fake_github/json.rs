@@ -101,6 +101,24 @@ pub(super) fn repo(api: &str, r: &Repo) -> Value {
     })
 }
 
+/// `r` as forked by `owner`: its own id, name and URLs, `fork: true`.
+fn fork_repo(api: &str, r: &Repo, owner: &str) -> Value {
+    let full = format!("{owner}/{}", r.name);
+    let url = format!("{api}/repos/{full}");
+    let mut v = repo(api, r);
+    v["id"] = json!(user_id(&format!("fork:{full}")));
+    v["node_id"] = json!(node_id("Repository", user_id(&format!("fork:{full}"))));
+    v["full_name"] = json!(full);
+    v["owner"] = user(api, owner);
+    v["html_url"] = json!(format!("https://github.com/{full}"));
+    v["fork"] = json!(true);
+    v["url"] = json!(url);
+    v["pulls_url"] = json!(format!("{url}/pulls{{/number}}"));
+    v["contents_url"] = json!(format!("{url}/contents/{{+path}}"));
+    v["compare_url"] = json!(format!("{url}/compare/{{base}}...{{head}}"));
+    v
+}
+
 /// A label object.
 pub(super) fn label(api: &str, r: &Repo, name: &str) -> Value {
     let id = user_id(&format!("label:{name}"));
@@ -130,14 +148,18 @@ pub(super) fn pull(api: &str, r: &Repo, pr: &Pr) -> Value {
         .map(hunks::stats)
         .fold((0, 0), |(a, d), (x, y)| (a + x, d + y));
     let closed = pr.spec.state == "closed";
-    let side = |git_ref: &str, sha: &str| {
+    let side = |owner: &str, repo: Value, git_ref: &str, sha: &str| {
         json!({
-            "label": format!("{o}:{git_ref}"),
+            "label": format!("{owner}:{git_ref}"),
             "ref": git_ref,
             "sha": sha,
-            "user": user(api, o),
-            "repo": repo(api, r),
+            "user": user(api, owner),
+            "repo": repo,
         })
+    };
+    let head_side = match &pr.spec.fork_owner {
+        Some(fork) => side(fork, fork_repo(api, r, fork), &pr.spec.head_ref, head),
+        None => side(o, repo(api, r), &pr.spec.head_ref, head),
     };
     let links = json!({
         "self": {"href": url},
@@ -180,8 +202,8 @@ pub(super) fn pull(api: &str, r: &Repo, pr: &Pr) -> Value {
         "review_comment_url": format!("{api}/repos/{o}/{name}/pulls/comments{{/number}}"),
         "comments_url": format!("{issue}/comments"),
         "statuses_url": statuses,
-        "head": side(&pr.spec.head_ref, head),
-        "base": side(&pr.spec.base_ref, &pr.spec.base_sha),
+        "head": head_side,
+        "base": side(o, repo(api, r), &pr.spec.base_ref, &pr.spec.base_sha),
         "_links": links,
     });
     let tail = json!({

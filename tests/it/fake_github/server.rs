@@ -1,8 +1,9 @@
 //! The HTTP side: one fallback handler that logs the request, applies any queued fault, checks
 //! the token, then routes on `(method, path segments)` to one function per endpoint.
 
+use std::future::Future as _;
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use axum::Router;
 use axum::body::{Body, to_bytes};
@@ -139,6 +140,18 @@ async fn handle(State(world): State<Shared>, req: Request) -> Response {
             let _applied = dispatch(&world, &ctx);
             default_error(status)
         }
+        Some(Fault::Raw {
+            status,
+            content_type,
+            body,
+        }) => {
+            let code = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+            let mut r = (code, body).into_response();
+            set_header(&mut r, "content-type", &content_type);
+            r
+        }
+        Some(Fault::Truncated) => truncate(dispatch(&world, &ctx)).await,
+        Some(Fault::Hang) => std::future::pending::<Response>().await,
         Some(Fault::Status(status, body)) => match body {
             Some(b) => json_response(status, &b),
             None => default_error(status),
@@ -192,6 +205,52 @@ async fn handle(State(world): State<Shared>, req: Request) -> Response {
         &format!("FAKE:{log_index:08X}"),
     );
     response
+}
+
+/// `response` with its full `content-length` but only half its body, then a dropped connection.
+async fn truncate(response: Response) -> Response {
+    let (mut parts, body) = response.into_parts();
+    let bytes = to_bytes(body, 64 << 20).await.unwrap_or_default();
+    parts.headers.insert(
+        header::CONTENT_LENGTH,
+        HeaderValue::from(bytes.len() as u64),
+    );
+    let half = bytes.slice(..bytes.len() / 2);
+    Response::from_parts(
+        parts,
+        Body::new(CutBody {
+            half: Some(half),
+            pause: Box::pin(tokio::time::sleep(Duration::from_millis(50))),
+        }),
+    )
+}
+
+/// A body that sends its bytes, pauses (so they and the headers reach the client), then
+/// fails: hyper closes the connection short of its `content-length`, as a dropped one does.
+struct CutBody {
+    half: Option<bytes::Bytes>,
+    pause: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl http_body::Body for CutBody {
+    type Data = bytes::Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        use std::task::Poll;
+        if let Some(half) = self.half.take() {
+            return Poll::Ready(Some(Ok(http_body::Frame::data(half))));
+        }
+        match self.pause.as_mut().poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(()) => Poll::Ready(Some(Err(std::io::Error::other(
+                "connection dropped mid-body",
+            )))),
+        }
+    }
 }
 
 /// Takes one use of the first queued fault matching the request.

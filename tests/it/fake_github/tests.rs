@@ -515,6 +515,57 @@ async fn apply_then_fail_stores_the_review_and_answers_502() {
 }
 
 #[tokio::test]
+async fn pages_cut_bodies_and_hangs_are_served_as_the_network_would() {
+    let fake = world();
+    let path = "/repos/octo/hello/pulls/1";
+    fake.fail_next(
+        ("GET", path),
+        Fault::html(502, "Unicorn! &middot; GitHub"),
+        1,
+    )
+    .fail_next(("GET", path), Fault::Truncated, 1)
+    .fail_next(("GET", path), Fault::Hang, 1)
+    .fail_next(
+        ("POST", "/repos/octo/hello/pulls/1/reviews"),
+        Fault::Truncated,
+        1,
+    );
+    let page = get(&fake, Some(PAT), path).await;
+    assert_eq!(page.status(), 502);
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    assert!(
+        page.text()
+            .await
+            .unwrap()
+            .contains("<title>Unicorn! &middot; GitHub</title>")
+    );
+
+    let cut = get(&fake, Some(PAT), path).await;
+    assert_eq!(cut.status(), 200);
+    let declared = cut.content_length().unwrap();
+    assert!(declared > 100);
+    assert!(cut.bytes().await.is_err(), "the body must end early");
+
+    let hung = tokio::time::timeout(Duration::from_millis(500), get(&fake, Some(PAT), path)).await;
+    assert!(hung.is_err(), "a hung request answered");
+    assert_eq!(fake.requests().last().unwrap().status, 0);
+    // Then the route answers again.
+    assert_eq!(get(&fake, Some(PAT), path).await.status(), 200);
+
+    // A cut write was applied all the same.
+    let review = json!({"event": "COMMENT", "body": "<!-- reviewbot round=1 -->"});
+    let posted = post_review(&fake, APP, &review).await;
+    assert_eq!(posted.status(), 200);
+    assert!(posted.bytes().await.is_err());
+    assert_eq!(fake.reviews(REPO, 1).len(), 1);
+}
+
+#[tokio::test]
 async fn a_delay_fault_holds_the_reply() {
     let fake = world();
     fake.fail_next(
