@@ -509,14 +509,14 @@ fn init_logging() {
 }
 
 /// `serve` logs JSON lines on stderr (one object a line, with the job and delivery spans),
-/// `reviewbot=info` by default.
+/// `reviewbot=info` by default, masked like every other channel.
 fn init_service_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("reviewbot=info"));
     let _ = tracing_subscriber::fmt()
         .json()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(crate::redact::redacting_stderr)
         .try_init();
 }
 
