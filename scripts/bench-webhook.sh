@@ -68,6 +68,9 @@ wait_healthy() { # URL PID
 }
 
 rss_kb() { awk -v k="$2" '$1 == k":" { print $2 }' "/proc/$1/status"; }
+# CPU time (user + system) the process has used, in clock ticks: steadier than requests/s on a
+# shared machine, so each side's CPU per request is reported too.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 signature=$(python3 - "$secret" "$payload" <<'EOF'
 import hashlib, hmac, sys
@@ -121,9 +124,14 @@ drive() { # NAME URL PID
     local name=$1 url=$2 pid=$3 idle warm result peak
     idle=$(rss_kb "$pid" VmRSS)
     warm=$(wrk -t"$threads" -c"$connections" -d3s -s "$scratch/delivery.lua" "$url" -- warm | sed -n 's/^RESULT //p')
+    cpu0=$(cpu_ticks "$pid")
     result=$(wrk -t"$threads" -c"$connections" -d"$duration" -s "$scratch/delivery.lua" "$url" -- run | sed -n 's/^RESULT //p')
+    cpu1=$(cpu_ticks "$pid")
     peak=$(rss_kb "$pid" VmHWM)
-    echo "$name $result warmup_ok=$(sed -n 's/.* ok=\([0-9]*\).*/\1/p' <<<"$warm") idle_rss_mb=$((idle / 1024)) peak_rss_mb=$((peak / 1024))"
+    local requests cpu_us
+    requests=$(sed -n 's/.*requests=\([0-9]*\).*/\1/p' <<<"$result")
+    cpu_us=$(( (cpu1 - cpu0) * 1000000 / $(getconf CLK_TCK) / (requests > 0 ? requests : 1) ))
+    echo "$name $result warmup_ok=$(sed -n 's/.* ok=\([0-9]*\).*/\1/p' <<<"$warm") cpu_us_per_request=$cpu_us idle_rss_mb=$((idle / 1024)) peak_rss_mb=$((peak / 1024))"
 }
 
 results=()
