@@ -72,6 +72,17 @@ impl Run {
         pr: u64,
         args: &[&str],
     ) -> Output {
+        self.review_command(fake, token, pr, args).output().unwrap()
+    }
+
+    /// The `review --pr` command [`Run::review_pr`] runs, for a test that runs it itself.
+    pub(crate) fn review_command(
+        &self,
+        fake: &FakeGithub,
+        token: Option<&str>,
+        pr: u64,
+        args: &[&str],
+    ) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_reviewbot"));
         cmd.args([
             "review",
@@ -92,7 +103,7 @@ impl Run {
         if let Some(t) = token {
             cmd.env("GITHUB_TOKEN", t);
         }
-        cmd.output().unwrap()
+        cmd
     }
 }
 
