@@ -9,6 +9,9 @@
 //!   is measured in fresh processes and printed to stderr).
 //! - `panel/N`: a panel of N instant `command` lenses plus one that sleeps 200 ms; the time
 //!   reported is the panel's wall time minus the slowest lens's own `latency_ms`.
+//! - `secrets/compile_url_password/*`: compiling the URL-password pattern as shipped (open
+//!   repeats) and as it was (bounded repeats of a Unicode class), the choice in
+//!   `redact::URL_PASSWORD_PATTERN`.
 
 use std::cell::RefCell;
 use std::hint::black_box;
@@ -278,7 +281,31 @@ fn panel_benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, diff_benches, plan_benches, panel_benches);
+/// The URL-password pattern before it lost its bounded repeats, for comparison.
+const URL_PASSWORD_BOUNDED: &str =
+    r"[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s/:@]{1,100}:([^\s/@]{1,200})@";
+
+fn secret_benches(c: &mut Criterion) {
+    let mut g = c.benchmark_group("secrets/compile_url_password");
+    g.sample_size(20);
+    for (name, pattern) in [
+        ("open", reviewbot::redact::URL_PASSWORD_PATTERN),
+        ("bounded", URL_PASSWORD_BOUNDED),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter(|| regex::Regex::new(black_box(pattern)).unwrap())
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    diff_benches,
+    plan_benches,
+    panel_benches,
+    secret_benches
+);
 
 fn main() {
     if std::env::var_os(WARM_ONLY).is_some() {

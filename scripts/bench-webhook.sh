@@ -10,7 +10,11 @@
 # peak under load (VmRSS / VmHWM); for reviewbot also the deliveries stored against the 2xx
 # answers (they must be equal).
 #
-#   scripts/bench-webhook.sh [--only node|reviewbot] [--duration 20s] [--threads 2]
+#   scripts/bench-webhook.sh [--only node|reviewbot] [--duration 20s] [--threads 2] [--log FILTER]
+#
+# --log sets reviewbot's RUST_LOG (default `warn`) and keeps its log as
+# target/bench/webhook-serve.log; with `reviewbot::store=debug` it also prints the median
+# SQLite batch: deliveries, time in its statements, time in its commit.
 #
 # Needs node + npm (the package is installed into a scratch directory, nothing is committed),
 # wrk (installed with apt-get when missing), python3, curl; cargo and openssl for reviewbot. Set
@@ -23,11 +27,13 @@ only=""
 duration=20s
 threads=2
 connections=32
+log_filter=warn
 while [[ $# -gt 0 ]]; do
     case $1 in
     --only) only=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
+    --log) log_filter=$2; shift 2 ;;
     *) echo "bench-webhook: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -203,7 +209,7 @@ EOF
     (cd "$scratch" && REVIEWBOT_LISTEN=127.0.0.1:$port REVIEWBOT_DATABASE_URL=sqlite://$db \
         REVIEWBOT_WEBHOOK_SECRET=$secret REVIEWBOT_CONFIG=$scratch/reviewbot.toml \
         REVIEWBOT_APP_ID=1 REVIEWBOT_PRIVATE_KEY_PATH=$scratch/app.pem \
-        GITHUB_API_URL=http://127.0.0.1:9 RUST_LOG=warn \
+        GITHUB_API_URL=http://127.0.0.1:9 RUST_LOG=$log_filter \
         exec "$bin" serve >"$scratch/serve.log" 2>&1) &
     serve_pid=$!
     pids+=("$serve_pid")
@@ -227,6 +233,21 @@ print(sqlite3.connect(sys.argv[1]).execute(f"select count(*) from {sys.argv[2]}"
 EOF
 )
     results+=("$line stored=$stored served_2xx=$served_2xx wrk_counted_2xx=$((ok + warm))")
+    mkdir -p "$root/target/bench"
+    cp "$scratch/serve.log" "$root/target/bench/webhook-serve.log"
+    batches=$(python3 - "$scratch/serve.log" <<'EOF'
+import json, statistics, sys
+rows = []
+for line in open(sys.argv[1], errors="replace"):
+    if "delivery batch written" in line:
+        f = json.loads(line).get("fields", {})
+        rows.append((f["deliveries"], f["statements_us"], f["commit_us"]))
+if rows:
+    med = [statistics.median(c) for c in zip(*rows)]
+    print(f"sqlite_batches={len(rows)} median_deliveries={med[0]:g} median_statements_ms={med[1] / 1000:.3f} median_commit_ms={med[2] / 1000:.3f}")
+EOF
+)
+    [[ -z $batches ]] || results+=("reviewbot $batches")
 fi
 
 echo

@@ -360,6 +360,12 @@ struct Compiled {
     /// Compiled on first need: most texts never hold most rules' keywords, and compiling every
     /// pattern up front was a measurable part of a short run.
     rules: Vec<std::sync::OnceLock<Regex>>,
+    /// The literals the rules outside [`RULES`] need ([`PEM_KEYWORD`], `://`, the
+    /// [`EXTRA_KEYWORDS`] after it), built once: `memmem::find` builds a searcher a call, and
+    /// a file's diff is scanned in many small regions.
+    pem: memmem::Finder<'static>,
+    url: memmem::Finder<'static>,
+    secret_words: Vec<memmem::Finder<'static>>,
 }
 
 /// The patterns are constants covered by tests; failing to compile one is a programming error.
@@ -386,6 +392,12 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
             .map(|r| r.keywords.iter().map(|k| memmem::Finder::new(*k)).collect())
             .collect(),
         rules: RULES.iter().map(|_| std::sync::OnceLock::new()).collect(),
+        pem: memmem::Finder::new(PEM_KEYWORD),
+        url: memmem::Finder::new("://"),
+        secret_words: EXTRA_KEYWORDS[1..]
+            .iter()
+            .map(|k| memmem::Finder::new(*k))
+            .collect(),
     }
 });
 
@@ -413,11 +425,11 @@ static AWS_SECRET_RE: LazyLock<Regex> = LazyLock::new(|| {
     ))
 });
 static AWS_SHAPED_RE: LazyLock<Regex> = LazyLock::new(|| compile(r"[A-Za-z0-9/+]{40}"));
-/// User and password as open repeats: bounded repeats of a Unicode class (`{1,200}`) took
-/// 4.6 ms to compile; the bounds ([`URL_USER_MAX`], [`URL_PASSWORD_MAX`]) are checked on the
-/// captures instead.
-static URL_PASSWORD_RE: LazyLock<Regex> =
-    LazyLock::new(|| compile(r"[A-Za-z][A-Za-z0-9+.-]{1,20}://([^\s/:@]+):([^\s/@]+)@"));
+/// A password in a URL. User and password are open repeats: bounded repeats of a Unicode class
+/// (`{1,200}`) compile to a large automaton (`cargo bench --bench pipeline -- secrets`); the
+/// bounds ([`URL_USER_MAX`], [`URL_PASSWORD_MAX`]) are checked on the captures instead.
+pub const URL_PASSWORD_PATTERN: &str = r"[A-Za-z][A-Za-z0-9+.-]{1,20}://([^\s/:@]+):([^\s/@]+)@";
+static URL_PASSWORD_RE: LazyLock<Regex> = LazyLock::new(|| compile(URL_PASSWORD_PATTERN));
 const URL_USER_MAX: usize = 100;
 const URL_PASSWORD_MAX: usize = 200;
 
@@ -482,16 +494,13 @@ fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
             });
         }
     }
-    if memmem::find(bytes, PEM_KEYWORD.as_bytes()).is_some() {
+    if c.pem.find(bytes).is_some() {
         private_keys(text, mode, &mut found);
     }
-    if memmem::find(bytes, b"://").is_some() {
+    if c.url.find(bytes).is_some() {
         url_passwords(text, mode, &mut found);
     }
-    if EXTRA_KEYWORDS[1..]
-        .iter()
-        .any(|k| memmem::find(bytes, k.as_bytes()).is_some())
-    {
+    if c.secret_words.iter().any(|k| k.find(bytes).is_some()) {
         named_aws_secrets(text, &mut found);
     }
     if found.iter().any(|m| m.rule == "aws-access-token") {
@@ -709,13 +718,14 @@ fn secret_values_of(
 fn keyword_regions(text: &str) -> Vec<std::ops::Range<usize>> {
     let mut regions: Vec<std::ops::Range<usize>> = Vec::new();
     for at in keyword_starts(text) {
-        let mut start = at;
-        for _ in 0..=AWS_PAIR_LINES {
-            start = text[..start].rfind('\n').unwrap_or(0);
-        }
-        // After the line break found last (or from the text's start).
-        if start > 0 || text.starts_with('\n') {
-            start += 1;
+        // The start of the keyword's line, then of each of the AWS_PAIR_LINES lines before it.
+        let line_start = |i: usize| text[..i].rfind('\n').map_or(0, |n| n + 1);
+        let mut start = line_start(at);
+        for _ in 0..AWS_PAIR_LINES {
+            if start == 0 {
+                break;
+            }
+            start = line_start(start - 1);
         }
         let mut end = at;
         for _ in 0..=AWS_PAIR_LINES {
@@ -1571,16 +1581,17 @@ pub(crate) mod tests {
                 0..6,
             ),
             filler in prop::collection::vec("[ -~]{0,60}", 1..40),
-            paired in any::<bool>(),
+            paired in prop::option::of(any::<bool>()),
         ) {
             // A file's diff: lines of filler with secrets (some multi-line, some an AWS key
-            // ID with a key-shaped value two lines on) dropped in at random lines.
+            // ID with a key-shaped value two lines after or before it) dropped in at random
+            // lines.
             let mut lines: Vec<String> = filler.iter().map(|l| format!("+{l}")).collect();
             for (rule, seed, at) in &secrets {
                 let at = at % (lines.len() + 1);
                 lines.insert(at, format!("+x = \"{}\"", fake(rule, *seed)));
-                if paired && *rule == "aws-access-token" {
-                    let near = (at + 2).min(lines.len());
+                if let (Some(after), "aws-access-token") = (paired, *rule) {
+                    let near = if after { (at + 3).min(lines.len()) } else { at.saturating_sub(2) };
                     lines.insert(near, format!("+ {}", rand(ALNUM, 40, *seed)));
                 }
             }

@@ -726,6 +726,7 @@ pub(crate) async fn sqlite_writer(
 /// outcome is the one it would have had alone, in arrival order.
 async fn write_batch(pool: &SqlitePool, batch: &[Intake]) -> Result<Vec<Accepted>, StoreError> {
     let now = now_ms();
+    let started = std::time::Instant::now();
     let mut tx = pool.begin_write().await?;
     let mut insert = sqlx::QueryBuilder::<Sqlite>::new(
         "INSERT INTO deliveries (id, event, action, received_at, outcome) ",
@@ -797,7 +798,15 @@ async fn write_batch(pool: &SqlitePool, batch: &[Intake]) -> Result<Vec<Accepted
         update.push(") AS v WHERE deliveries.id = v.column1");
         update.build().execute(&mut *tx).await?;
     }
+    let written = started.elapsed();
     tx.commit().await?;
+    // What a batch costs, for `scripts/bench-webhook.sh --log reviewbot::store=debug`.
+    tracing::debug!(
+        deliveries = batch.len(),
+        statements_us = written.as_micros() as u64,
+        commit_us = (started.elapsed() - written).as_micros() as u64,
+        "delivery batch written"
+    );
     Ok(accepted)
 }
 
