@@ -235,7 +235,10 @@ fn doctor(args: DoctorArgs) -> Result<ExitCode, CliError> {
 
 fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
     let config = load_config(args.common.config.as_deref())?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // One thread drives the I/O (lens processes, HTTP); the CPU work runs on threads of its
+    // own (`spawn_blocking`, `par`). Starting a worker per core cost more than a small
+    // offline review.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| CliError::Runtime(format!("cannot start the runtime: {e}")))?;

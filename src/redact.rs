@@ -27,7 +27,6 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use memchr::memmem;
 use regex::Regex;
 
 /// One secret found in a text.
@@ -351,21 +350,83 @@ const RULES: &[Rule] = &[
 ];
 
 struct Compiled {
-    /// Any keyword of any rule (the fast path, run on every line: an automaton without the
-    /// regex engine's per-search cache).
+    /// Every literal some pattern needs ([`Compiled::literals`]), in one automaton: one pass
+    /// over a text tells which patterns can match in it.
     any: aho_corasick::AhoCorasick,
-    /// Each rule's keywords, searchers built once (building one per line cost more than the
-    /// search).
-    keywords: Vec<Vec<memmem::Finder<'static>>>,
+    /// The literals of `any`, by pattern id, and what each one enables.
+    literals: Vec<(&'static str, Needs)>,
     /// Compiled on first need: most texts never hold most rules' keywords, and compiling every
     /// pattern up front was a measurable part of a short run.
     rules: Vec<std::sync::OnceLock<Regex>>,
-    /// The literals the rules outside [`RULES`] need ([`PEM_KEYWORD`], `://`, the
-    /// [`EXTRA_KEYWORDS`] after it), built once: `memmem::find` builds a searcher a call, and
-    /// a file's diff is scanned in many small regions.
-    pem: memmem::Finder<'static>,
-    url: memmem::Finder<'static>,
-    secret_words: Vec<memmem::Finder<'static>>,
+}
+
+/// What a literal's presence lets run: one rule of [`RULES`], or a pattern outside them.
+#[derive(Debug, Clone, Copy)]
+enum Needs {
+    Rule(usize),
+    PrivateKey,
+    Url,
+    AwsSecretName,
+}
+
+/// Which patterns can match in a text: their literals occur in it.
+#[derive(Debug, Default)]
+struct Present {
+    /// Bit `i`: rule `i` of [`RULES`].
+    rules: u64,
+    private_key: bool,
+    url: bool,
+    aws_secret_name: bool,
+}
+
+impl Present {
+    fn add(&mut self, needs: Needs) {
+        match needs {
+            Needs::Rule(i) => self.rules |= 1 << i,
+            Needs::PrivateKey => self.private_key = true,
+            Needs::Url => self.url = true,
+            Needs::AwsSecretName => self.aws_secret_name = true,
+        }
+    }
+
+    fn any(&self) -> bool {
+        self.rules != 0 || self.private_key || self.url || self.aws_secret_name
+    }
+}
+
+impl Compiled {
+    /// The literals' matches in `text`, except a `://` that no `@` follows before the next
+    /// `/` or blank: [`URL_PASSWORD_PATTERN`] cannot match there, and most texts that hold
+    /// `://` hold plain links (a file of documentation holds hundreds).
+    fn matches<'t>(&'t self, text: &'t str) -> impl Iterator<Item = aho_corasick::Match> + 't {
+        let bytes = text.as_bytes();
+        self.any.find_iter(text).filter(move |m| {
+            !matches!(self.literals[m.pattern().as_usize()].1, Needs::Url)
+                || bytes[m.end()..]
+                    .iter()
+                    .find(|&&b| b == b'@' || b == b'/' || b.is_ascii_whitespace())
+                    .is_some_and(|&b| b == b'@')
+        })
+    }
+
+    /// Which patterns can match in `text`. The automaton reports matches that do not overlap,
+    /// so a literal starting inside another one's match is looked for by hand (matches are
+    /// rare: this runs only on the parts of a text that hold a keyword).
+    fn present(&self, text: &str) -> Present {
+        let bytes = text.as_bytes();
+        let mut present = Present::default();
+        for m in self.matches(text) {
+            present.add(self.literals[m.pattern().as_usize()].1);
+            for q in m.start() + 1..m.end() {
+                for (literal, needs) in &self.literals {
+                    if bytes[q..].starts_with(literal.as_bytes()) {
+                        present.add(*needs);
+                    }
+                }
+            }
+        }
+        present
+    }
 }
 
 /// The patterns are constants covered by tests; failing to compile one is a programming error.
@@ -374,30 +435,30 @@ fn compile(p: &str) -> Regex {
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
-    let mut literals: Vec<&str> = RULES
+    const _: () = assert!(RULES.len() <= 64, "Present::rules is a u64");
+    let mut literals: Vec<(&'static str, Needs)> = RULES
         .iter()
-        .flat_map(|r| r.keywords.iter().copied())
+        .enumerate()
+        .flat_map(|(i, r)| r.keywords.iter().map(move |k| (*k, Needs::Rule(i))))
         .collect();
-    literals.push(PEM_KEYWORD);
-    literals.extend(EXTRA_KEYWORDS);
+    literals.push((PEM_KEYWORD, Needs::PrivateKey));
+    literals.push((URL_KEYWORD, Needs::Url));
+    literals.extend(
+        AWS_SECRET_KEYWORDS
+            .iter()
+            .map(|k| (*k, Needs::AwsSecretName)),
+    );
     Compiled {
         // Leftmost-first rather than standard semantics: only that enables the SIMD
-        // prefilter, and any match tells the same (whether a text holds a keyword).
+        // prefilter ([`Compiled::present`] finds the overlapping literals it skips).
         any: aho_corasick::AhoCorasick::builder()
             .match_kind(aho_corasick::MatchKind::LeftmostFirst)
-            .build(literals)
+            // The prefilter does the searching; a DFA would only cost start-up time to build.
+            .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
+            .build(literals.iter().map(|l| l.0))
             .unwrap_or_else(|e| panic!("secret keywords: {e}")),
-        keywords: RULES
-            .iter()
-            .map(|r| r.keywords.iter().map(|k| memmem::Finder::new(*k)).collect())
-            .collect(),
+        literals,
         rules: RULES.iter().map(|_| std::sync::OnceLock::new()).collect(),
-        pem: memmem::Finder::new(PEM_KEYWORD),
-        url: memmem::Finder::new("://"),
-        secret_words: EXTRA_KEYWORDS[1..]
-            .iter()
-            .map(|k| memmem::Finder::new(*k))
-            .collect(),
     }
 });
 
@@ -408,16 +469,22 @@ static PEM_BEGIN_RE: LazyLock<Regex> =
     LazyLock::new(|| compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"));
 static PEM_END_RE: LazyLock<Regex> =
     LazyLock::new(|| compile(r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"));
-static GENERIC_RE: LazyLock<Regex> = LazyLock::new(|| {
+/// The generic rule (gitleaks' `generic-api-key`: a keyword, up to 20 more name characters,
+/// an assignment, a value of 10 to 150 characters), tried only where [`generic_candidates`]
+/// found a keyword before an assignment, so it is anchored. Its bounds are checked in
+/// [`generic_keys`]: bounded repeats, and searching unanchored, made this pattern compile
+/// three times slower (a measurable part of every small review; see docs/benchmarks.md).
+static GENERIC_AT_RE: LazyLock<Regex> = LazyLock::new(|| {
     compile(concat!(
-        r"(?i)(?:access|auth|api|credential|creds|key|passw(?:or)?d|pwd|secret|token)",
-        r"[a-z0-9_.-]{0,20}['\x22]?[ \t]*(?::=|=>|=|:)[ \t]*[`'\x22]?",
-        // `{10,}` rather than `{10,150}`: a bounded repeat of 150 compiles to a large
-        // automaton; the upper bound is checked in `generic_keys`.
-        r"([A-Za-z0-9_.=+/~!@#$%^&*-]{10,})",
+        r"^(?i)(access|auth|api|credential|creds|key|passw(?:or)?d|pwd|secret|token)",
+        r"[a-z0-9_.-]*['\x22]?[ \t]*(?::=|=>|=|:)[ \t]*[`'\x22]?",
+        r"([A-Za-z0-9_.=+/~!@#$%^&*-]+)",
         r"(?:[`'\x22;,\s]|\\[nrt]|$)",
     ))
 });
+/// Name characters the pattern allows after the keyword, and the value's shortest length.
+const GENERIC_MAX_GAP: usize = 20;
+const GENERIC_MIN_VALUE: usize = 10;
 static AWS_SECRET_RE: LazyLock<Regex> = LazyLock::new(|| {
     compile(concat!(
         r"(?i)(?:aws|amazon)[a-z0-9_.-]{0,30}secret[a-z0-9_.-]{0,30}['\x22]?[ \t]*",
@@ -433,8 +500,10 @@ static URL_PASSWORD_RE: LazyLock<Regex> = LazyLock::new(|| compile(URL_PASSWORD_
 const URL_USER_MAX: usize = 100;
 const URL_PASSWORD_MAX: usize = 200;
 
-/// Literals one of which the rules outside [`RULES`] need.
-const EXTRA_KEYWORDS: &[&str] = &["://", "secret", "SECRET", "Secret"];
+/// The literal a URL with a password needs.
+const URL_KEYWORD: &str = "://";
+/// Literals one of which a named AWS secret key needs.
+const AWS_SECRET_KEYWORDS: &[&str] = &["secret", "SECRET", "Secret"];
 
 const PEM_KEYWORD: &str = "PRIVATE KEY";
 /// How far after a BEGIN line a private key's END line is looked for.
@@ -442,21 +511,20 @@ const PEM_WINDOW: usize = 64 * 1024;
 
 fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
     let c = &*COMPILED;
-    let generic = mode == Mode::Detect
-        && memchr::memchr2(b'=', b':', text.as_bytes()).is_some()
-        && has_generic_keyword(text.as_bytes());
+    let generic = mode == Mode::Detect && generic_candidates(text).next().is_some();
     let mut found = Vec::new();
     if mode == Mode::Redact
         && let Some(known) = known_secrets()
     {
         known.find(text, &mut found);
     }
-    if !generic && !c.any.is_match(text) {
+    let present = c.present(text);
+    if !generic && !present.any() {
         return resolve(found, mode);
     }
     let bytes = text.as_bytes();
-    for ((rule, re), keywords) in RULES.iter().zip(&c.rules).zip(&c.keywords) {
-        if !keywords.iter().any(|k| k.find(bytes).is_some()) {
+    for (i, (rule, re)) in RULES.iter().zip(&c.rules).enumerate() {
+        if present.rules & (1 << i) == 0 {
             continue;
         }
         let re = re.get_or_init(|| compile(rule.pattern));
@@ -494,13 +562,13 @@ fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
             });
         }
     }
-    if c.pem.find(bytes).is_some() {
+    if present.private_key {
         private_keys(text, mode, &mut found);
     }
-    if c.url.find(bytes).is_some() {
+    if present.url {
         url_passwords(text, mode, &mut found);
     }
-    if c.secret_words.iter().any(|k| k.find(bytes).is_some()) {
+    if present.aws_secret_name {
         named_aws_secrets(text, &mut found);
     }
     if found.iter().any(|m| m.rule == "aws-access-token") {
@@ -669,15 +737,22 @@ pub fn remember<'a>(secrets: impl IntoIterator<Item = (&'static str, &'a str)>) 
 /// Every secret value in a multi-line `text` (a file's diff), each line of a private-key block
 /// on its own: what [`remember`] needs so that each line is masked wherever it is shown alone.
 pub fn secret_values(text: &str) -> Vec<(&'static str, &str)> {
-    let found = keyword_regions(text).into_iter().flat_map(|region| {
-        let base = region.start;
-        find_secrets(&text[region])
-            .into_iter()
-            .map(move |m| SecretMatch {
-                rule: m.rule,
-                range: base + m.range.start..base + m.range.end,
-            })
-    });
+    secret_values_at(text, &keyword_starts(text))
+}
+
+/// [`secret_values`], given the [`keyword_starts`] of `text` (found once, shared by callers).
+pub fn secret_values_at<'t>(text: &'t str, keywords: &[usize]) -> Vec<(&'static str, &'t str)> {
+    let found = keyword_regions(text, keywords)
+        .into_iter()
+        .flat_map(|region| {
+            let base = region.start;
+            find_secrets(&text[region])
+                .into_iter()
+                .map(move |m| SecretMatch {
+                    rule: m.rule,
+                    range: base + m.range.start..base + m.range.end,
+                })
+        });
     secret_values_of(text, found)
 }
 
@@ -715,9 +790,9 @@ fn secret_values_of(
 /// for in. Every part starts at a line's start and ends after a line break (or at the end), so
 /// a secret found in a part is the one found in the whole text: a file's diff is mostly lines
 /// without a keyword, and scanning only these parts is what keeps [`secret_values`] cheap.
-fn keyword_regions(text: &str) -> Vec<std::ops::Range<usize>> {
+fn keyword_regions(text: &str, keywords: &[usize]) -> Vec<std::ops::Range<usize>> {
     let mut regions: Vec<std::ops::Range<usize>> = Vec::new();
-    for at in keyword_starts(text) {
+    for &at in keywords {
         // The start of the keyword's line, then of each of the AWS_PAIR_LINES lines before it.
         let line_start = |i: usize| text[..i].rfind('\n').map_or(0, |n| n + 1);
         let mut start = line_start(at);
@@ -816,52 +891,119 @@ fn rest_of_line_blank(bytes: &[u8], from: usize) -> bool {
 const GENERIC_MAX_VALUE: usize = 150;
 
 fn generic_keys(text: &str, found: &mut Vec<SecretMatch>) {
+    // As an unanchored search would go: the leftmost match, then on after its value.
     let mut at = 0;
-    while let Some(caps) = GENERIC_RE.captures_at(text, at) {
-        let (Some(all), Some(value)) = (caps.get(0), caps.get(1)) else {
-            break;
+    for start in generic_candidates(text) {
+        if start < at {
+            continue;
+        }
+        let Some(caps) = GENERIC_AT_RE.captures(&text[start..]) else {
+            continue;
         };
-        at = value.end().max(next_char(text, all.start()));
-        if value.len() <= GENERIC_MAX_VALUE && plausible_generic(value.as_str()) {
+        let (Some(keyword), Some(value)) = (caps.get(1), caps.get(2)) else {
+            continue;
+        };
+        let gap = text[start + keyword.end()..]
+            .chars()
+            .take_while(|&c| is_name_char(c))
+            .count();
+        if gap > GENERIC_MAX_GAP || value.as_str().chars().count() < GENERIC_MIN_VALUE {
+            continue;
+        }
+        let value = start + value.start()..start + value.end();
+        at = value.end.max(next_char(text, start));
+        if value.len() <= GENERIC_MAX_VALUE && plausible_generic(&text[value.clone()]) {
             found.push(SecretMatch {
                 rule: GENERIC,
-                range: value.range(),
+                range: value,
             });
         }
     }
 }
 
-/// A cheap case-insensitive check for the generic rule's keywords, so its regex (slow
-/// without a literal prefilter, being case-insensitive) runs only on lines that may match.
-fn has_generic_keyword(bytes: &[u8]) -> bool {
-    generic_keywords().is_match(bytes)
+/// A character of the generic pattern's `(?i)[a-z0-9_.-]`: case folding adds `K` (U+212A)
+/// and `ſ` (U+017F) to the ASCII letters.
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '\u{212A}' | '\u{17F}')
 }
 
-fn generic_keywords() -> &'static aho_corasick::AhoCorasick {
-    // Scanned on every added line that has `=` or `:`: one automaton, not a loop per byte.
-    static KEYWORDS: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
-        aho_corasick::AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            // No prefilter works for these (case-insensitive, common letters): a DFA is the
-            // fastest automaton to run over whole files, and small to build.
-            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-            .build([
-                "access", "auth", "api", "cred", "key", "passw", "pwd", "secret", "token",
-            ])
-            .unwrap_or_else(|e| panic!("generic keywords: {e}"))
-    });
-    &KEYWORDS
+/// Where the generic rule may match in `text`, in order: every start of a generic keyword
+/// that an assignment (`=`, `:`, `=>`, `:=`) follows as [`GENERIC_AT_RE`] requires (within 20
+/// name characters, an optional quote and blanks), and every character of the name before
+/// the assignment where it holds `K` (U+212A) or `ſ`, which case folding lets stand for `k`
+/// and `s`.
+///
+/// Found from the operators: they are rare next to the keywords' letters (`key`, `api` and
+/// `token` occur on most lines of real code, most of them not before an operator), and
+/// `memchr` finds them at SIMD speed where a case-insensitive keyword automaton has no
+/// prefilter and walks every byte.
+fn generic_candidates(text: &str) -> impl Iterator<Item = usize> + '_ {
+    // The name before an operator that is looked at: 20 characters after the longest
+    // keyword (`credential`).
+    const NAME: usize = GENERIC_MAX_GAP + 10;
+    const KELVIN: &[u8] = "\u{212A}".as_bytes();
+    const LONG_S: &[u8] = "\u{17F}".as_bytes();
+    let bytes = text.as_bytes();
+    memchr::memchr2_iter(b'=', b':', bytes).flat_map(move |op| {
+        let mut i = op;
+        while i > 0 && matches!(bytes[i - 1], b' ' | b'\t') {
+            i -= 1;
+        }
+        if i > 0 && matches!(bytes[i - 1], b'\'' | b'"') {
+            i -= 1;
+        }
+        let end = i;
+        let mut folded = false;
+        for _ in 0..NAME {
+            let before = &bytes[..i];
+            match before.last() {
+                Some(&b) if b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-') => i -= 1,
+                Some(_) if before.ends_with(KELVIN) => (i, folded) = (i - KELVIN.len(), true),
+                Some(_) if before.ends_with(LONG_S) => (i, folded) = (i - LONG_S.len(), true),
+                _ => break,
+            }
+        }
+        let name = &bytes[i..end];
+        (0..name.len())
+            .filter(move |&at| match folded {
+                true => text.is_char_boundary(i + at),
+                false => generic_keyword_at(&name[at..]),
+            })
+            .map(move |at| i + at)
+    })
+}
+
+/// Whether `name` (ASCII letters, digits, `_`, `.`, `-`) starts with a generic keyword, in
+/// any ASCII case. Runs for every character before every operator of a text: the first byte
+/// decides most of the time.
+#[inline]
+fn generic_keyword_at(name: &[u8]) -> bool {
+    fn starts(name: &[u8], keyword: &[u8]) -> bool {
+        name.get(..keyword.len())
+            .is_some_and(|b| b.eq_ignore_ascii_case(keyword))
+    }
+    // `| 0x20` lower-cases a letter and maps no other byte of a name onto one.
+    match name.first().map(|b| b | 0x20) {
+        Some(b'a') => starts(name, b"access") || starts(name, b"auth") || starts(name, b"api"),
+        Some(b'c') => starts(name, b"cred"),
+        Some(b'k') => starts(name, b"key"),
+        Some(b'p') => starts(name, b"passw") || starts(name, b"pwd"),
+        Some(b's') => starts(name, b"secret"),
+        Some(b't') => starts(name, b"token"),
+        _ => false,
+    }
 }
 
 /// Where in `text` a keyword of any secret rule starts, in order. A line of `text` that holds
 /// none of them holds no secret ([`find_secrets`] returns nothing for it without looking
 /// further), so a caller checking many lines of one text searches it once with this and
-/// skips the lines without a keyword. (Keywords hold no line break: every line that holds one
-/// has a start inside it.)
+/// skips the lines without a keyword. (Keywords hold no line break, and neither does what
+/// [`generic_candidates`] looks at: every line that holds one has a start inside it.)
 pub fn keyword_starts(text: &str) -> Vec<usize> {
-    let mut starts: Vec<usize> = COMPILED.any.find_iter(text).map(|m| m.start()).collect();
-    starts.extend(generic_keywords().find_iter(text).map(|m| m.start()));
+    let mut starts: Vec<usize> = COMPILED.matches(text).map(|m| m.start()).collect();
+    starts.extend(generic_candidates(text));
     starts.sort_unstable();
+    starts.dedup();
     starts
 }
 
@@ -1188,7 +1330,7 @@ pub(crate) mod tests {
         for re in [
             &PEM_BEGIN_RE,
             &PEM_END_RE,
-            &GENERIC_RE,
+            &GENERIC_AT_RE,
             &AWS_SECRET_RE,
             &AWS_SHAPED_RE,
             &URL_PASSWORD_RE,
@@ -1363,6 +1505,23 @@ pub(crate) mod tests {
                 find_secrets(text)
             );
         }
+    }
+
+    #[test]
+    fn generic_candidates_sit_before_assignments() {
+        let at = |t: &str| generic_candidates(t).collect::<Vec<_>>();
+        assert_eq!(at("API_KEY = x"), vec![0, 4]);
+        assert_eq!(at("  \"client_secret\": 1"), vec![10]);
+        assert_eq!(at("a: 1, token\t=> 2"), vec![6]);
+        assert!(at("fn api() -> Token { key(); }").is_empty());
+        assert!(at("the key is: a").is_empty());
+        // Case folding makes a Kelvin sign a `k` to the pattern: it is found all the same.
+        let value = format!("{}{}", rand(ALNUM, 20, 3), "7q");
+        let kelvin = format!("\u{212A}EY = '{value}'");
+        assert_eq!(at(&kelvin), vec![0, 3, 4]);
+        let found = find_secrets(&kelvin);
+        assert_eq!(found.len(), 1, "{kelvin}");
+        assert_eq!(&kelvin[found[0].range.clone()], value);
     }
 
     #[test]
@@ -1552,6 +1711,35 @@ pub(crate) mod tests {
         ])
     }
 
+    /// The generic rule as one unanchored pattern, searched match after match: what
+    /// [`generic_keys`] did before it searched only at [`generic_candidates`], and is held to.
+    static GENERIC_RE: LazyLock<Regex> = LazyLock::new(|| {
+        compile(concat!(
+            r"(?i)(?:access|auth|api|credential|creds|key|passw(?:or)?d|pwd|secret|token)",
+            r"[a-z0-9_.-]{0,20}['\x22]?[ \t]*(?::=|=>|=|:)[ \t]*[`'\x22]?",
+            r"([A-Za-z0-9_.=+/~!@#$%^&*-]{10,})",
+            r"(?:[`'\x22;,\s]|\\[nrt]|$)",
+        ))
+    });
+
+    fn generic_keys_by_one_pattern(text: &str) -> Vec<SecretMatch> {
+        let mut found = Vec::new();
+        let mut at = 0;
+        while let Some(caps) = GENERIC_RE.captures_at(text, at) {
+            let (Some(all), Some(value)) = (caps.get(0), caps.get(1)) else {
+                break;
+            };
+            at = value.end().max(next_char(text, all.start()));
+            if value.len() <= GENERIC_MAX_VALUE && plausible_generic(value.as_str()) {
+                found.push(SecretMatch {
+                    rule: GENERIC,
+                    range: value.range(),
+                });
+            }
+        }
+        found
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -1601,6 +1789,58 @@ pub(crate) mod tests {
             let mut whole = secret_values_of(&text, find_secrets(&text));
             whole.sort();
             prop_assert_eq!(by_regions, whole);
+        }
+
+        #[test]
+        fn the_anchored_generic_rule_finds_what_one_pattern_finds(
+            pieces in prop::collection::vec(prop::sample::select(vec![
+                "key", "KEY", "Api", "token", "SeCrEt", "passwd", "password", "Pwd", "cred",
+                "credentials", "auth", "access", "ke", "y", "_", ".", "-", "x", "9", "\u{212A}",
+                "\u{17F}", "é", "\"", "'", "`", " ", "\t", "=", "==", ":", ":=", "=>", ";", ",",
+                "\\n", "\n", "(", "abcdefghij0123", "Zx9Qw7Er5Ty3Ui1", "q8W", "aaaaaaaaaaaaaaaaaaa",
+            ]), 0..40),
+            // And assignments built to sit at the pattern's bounds: the name 15 to 25
+            // characters past the keyword, the value 8 to 12 characters long or past 150.
+            assignments in prop::collection::vec(
+                (
+                    prop::sample::select(vec!["key", "Token", "\u{212A}ey", "password", "creds"]),
+                    "[a-z_\u{17F}]{15,25}",
+                    prop::sample::select(vec!["=", ": ", " := ", "=>", "='", ":\"", "::"]),
+                    prop::sample::select(vec![8usize, 9, 10, 11, 12, 150, 151]),
+                    any::<u64>(),
+                    prop::sample::select(vec!["", "\n", "'", ";", "(", "\\n", " x"]),
+                ),
+                0..4,
+            ),
+        ) {
+            let mut text = pieces.concat();
+            for (keyword, gap, op, len, seed, end) in &assignments {
+                let value = format!("{}7q", rand(ALNUM, len - 2, *seed));
+                text.push_str(&format!("{keyword}{gap}{op}{value}{end}"));
+            }
+            let mut found = Vec::new();
+            generic_keys(&text, &mut found);
+            prop_assert_eq!(found, generic_keys_by_one_pattern(&text), "{:?}", text);
+            // And a line the pattern matches is a line `keyword_starts` points into.
+            let line_of = |at: usize| text[..at].matches('\n').count();
+            let lines: Vec<usize> = keyword_starts(&text).into_iter().map(line_of).collect();
+            for m in GENERIC_RE.find_iter(&text) {
+                prop_assert!(lines.contains(&line_of(m.start())), "{:?}", text);
+            }
+        }
+
+        #[test]
+        fn a_url_password_is_never_filtered_out(
+            pieces in prop::collection::vec(prop::sample::select(vec![
+                "://", "https", "a", "Z9", ":", "@", "/", " ", "\t", "\n", "é", "\u{a0}", "%40",
+                "x.y",
+            ]), 0..30),
+        ) {
+            let text = pieces.concat();
+            if URL_PASSWORD_RE.is_match(&text) {
+                prop_assert!(COMPILED.present(&text).url, "{:?}", text);
+                prop_assert!(!keyword_starts(&text).is_empty(), "{:?}", text);
+            }
         }
 
         #[test]

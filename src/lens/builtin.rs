@@ -49,24 +49,45 @@ use crate::lens::contract::{Confidence, LensResponse, RawFinding, Severity};
 use crate::redact;
 use crate::unicode::{self, Hidden};
 
+/// Where each file's text holds a secret keyword ([`redact::keyword_starts`]), by the file's
+/// index in the diff: found once by [`remember_secrets`], which searches every file's text,
+/// and reused by [`review_with`], which would otherwise search the added lines again.
+#[derive(Debug, Default)]
+pub struct SecretKeywords(Vec<Vec<usize>>);
+
 /// Runs every check on the added lines of `diff`, files shared out over the cores (a
 /// multi-megabyte diff is otherwise the slowest part of an offline review).
 /// The review pipeline calls [`remember_secrets`] first, whichever lenses run.
 pub fn review(diff: &Diff) -> LensResponse {
-    let files: Vec<&FileDiff> = diff
+    review_with(diff, None)
+}
+
+/// [`review`], with the keywords [`remember_secrets`] found in the same `diff`.
+pub fn review_with(diff: &Diff, keywords: Option<&SecretKeywords>) -> LensResponse {
+    let files: Vec<(usize, &FileDiff)> = diff
         .files()
         .iter()
-        .filter(|f| !f.binary && f.new_path.is_some() && !f.hunks.is_empty())
+        .enumerate()
+        .filter(|(_, f)| !f.binary && f.new_path.is_some() && !f.hunks.is_empty())
         .collect();
-    let review_some = |files: &[&FileDiff]| {
+    let review_some = |files: &[(usize, &FileDiff)]| {
         let mut findings = Vec::new();
-        for file in files {
+        for (i, file) in files {
+            let text = diff.file_text(file);
+            let found;
+            let starts = match keywords.and_then(|k| k.0.get(*i)) {
+                Some(starts) => starts.as_slice(),
+                None => {
+                    found = redact::keyword_starts(text);
+                    found.as_slice()
+                }
+            };
             let hunks = file.hunks.iter().map(|h| diff.hunk_lines(h));
-            review_file(file.path(), diff.file_text(file), hunks, &mut findings);
+            review_file(file.path(), text, starts, hunks, &mut findings);
         }
         findings
     };
-    let findings = crate::par::map_shares(&files, |f| diff.file_text(f).len(), review_some);
+    let findings = crate::par::map_shares(&files, |f| diff.file_text(f.1).len(), review_some);
     LensResponse {
         findings,
         summary: None,
@@ -76,24 +97,41 @@ pub fn review(diff: &Diff) -> LensResponse {
 /// Remembers every secret this lens would detect anywhere in `diff` (any side, across lines:
 /// private-key bodies, an AWS secret key next to its key ID), so that every output masks
 /// those values wherever they appear — quoted diff lines, a lens's echo, logs, errors.
-pub fn remember_secrets(diff: &Diff) {
-    let files: Vec<&FileDiff> = diff.files().iter().filter(|f| !f.binary).collect();
-    let found = crate::par::map_shares(
+/// Returns where the keywords are, for [`review_with`].
+pub fn remember_secrets(diff: &Diff) -> SecretKeywords {
+    let files: Vec<(usize, &FileDiff)> = diff
+        .files()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| !f.binary)
+        .collect();
+    let scanned = crate::par::map_shares(
         &files,
-        |f| diff.file_text(f).len(),
+        |f| diff.file_text(f.1).len(),
         |share| {
             share
                 .iter()
-                .flat_map(|file| {
+                .map(|(i, file)| {
+                    let text = diff.file_text(file);
+                    let starts = redact::keyword_starts(text);
                     let lockfile = is_lockfile(file.path());
-                    redact::secret_values(diff.file_text(file))
+                    let values: Vec<_> = redact::secret_values_at(text, &starts)
                         .into_iter()
-                        .filter(move |(rule, _)| !(lockfile && *rule == redact::GENERIC))
+                        .filter(|(rule, _)| !(lockfile && *rule == redact::GENERIC))
+                        .collect();
+                    (*i, starts, values)
                 })
                 .collect()
         },
     );
+    let mut keywords = vec![Vec::new(); diff.files().len()];
+    let mut found = Vec::new();
+    for (i, starts, values) in scanned {
+        keywords[i] = starts;
+        found.extend(values);
+    }
     redact::remember(found);
+    SecretKeywords(keywords)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -174,8 +212,13 @@ impl FileCtx {
     }
 }
 
-fn review_file<'a, H, L>(path: &str, file_text: &str, hunks: H, out: &mut Vec<RawFinding>)
-where
+fn review_file<'a, H, L>(
+    path: &str,
+    file_text: &str,
+    keywords: &[usize],
+    hunks: H,
+    out: &mut Vec<RawFinding>,
+) where
     H: IntoIterator<Item = L>,
     L: IntoIterator<Item = DiffLine<'a>>,
 {
@@ -186,7 +229,7 @@ where
         .flat_map(|(hunk, lines)| lines.into_iter().map(move |l| (hunk, l)))
         .filter(|(_, l)| l.kind == LineKind::Added)
         .collect();
-    let secrets = secret_lines(file_text, &added);
+    let secrets = secret_lines(file_text, keywords, &added);
     let mut hits = Vec::new();
     for ((hunk, line), may_hold_secret) in added.iter().zip(secrets) {
         if let Some(n) = line.new {
@@ -203,48 +246,27 @@ where
     out.extend(group(path, hits));
 }
 
-/// For each added line, whether it holds a secret keyword. Keywords are searched for once per
-/// run of consecutive added lines (the text between them is only `\n+`), not once per line:
-/// one search per line cost more than the rest of the lens. A line that is not inside
+/// For each added line, whether it holds a secret keyword: one of `keywords` (the
+/// [`redact::keyword_starts`] of `file_text`) lies in it. A line that is not inside
 /// `file_text` counts as holding one (it is scanned in full).
-fn secret_lines(file_text: &str, added: &[(usize, DiffLine<'_>)]) -> Vec<bool> {
+fn secret_lines(file_text: &str, keywords: &[usize], added: &[(usize, DiffLine<'_>)]) -> Vec<bool> {
     // Where each line sits in the file's text: both are slices of the diff's text.
     let base = file_text.as_ptr() as usize;
-    let span = |l: &DiffLine<'_>| {
-        let start = (l.text.as_ptr() as usize).wrapping_sub(base);
-        (start <= file_text.len()).then(|| start..start + l.text.len())
-    };
-    let mut out = Vec::with_capacity(added.len());
-    let mut i = 0;
-    while i < added.len() {
-        let Some(first) = span(&added[i].1) else {
-            out.push(true);
-            i += 1;
-            continue;
-        };
-        // The run: following lines that start right after this one's `\n+` (or `\r\n+`).
-        let mut spans = vec![first.clone()];
-        while let Some(next) = added.get(i + spans.len()).and_then(|(_, l)| span(l)) {
-            let end = spans.last().map_or(0, |s| s.end);
-            if next.start < end || next.start > end + 3 {
-                break;
+    let mut k = 0;
+    added
+        .iter()
+        .map(|(_, l)| {
+            let start = (l.text.as_ptr() as usize).wrapping_sub(base);
+            if start > file_text.len() {
+                return true;
             }
-            spans.push(next);
-        }
-        let run_end = spans.last().map_or(first.end, |s| s.end);
-        let run = file_text.get(first.start..run_end).unwrap_or_default();
-        let keywords = redact::keyword_starts(run);
-        let mut k = 0;
-        for s in &spans {
-            let (start, end) = (s.start - first.start, s.end - first.start);
+            // Lines come in the order of the text, and so do the keywords.
             while keywords.get(k).is_some_and(|&at| at < start) {
                 k += 1;
             }
-            out.push(keywords.get(k).is_some_and(|&at| at < end));
-        }
-        i += spans.len();
-    }
-    out
+            keywords.get(k).is_some_and(|&at| at < start + l.text.len())
+        })
+        .collect()
 }
 
 fn scan_line(

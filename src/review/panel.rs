@@ -50,6 +50,8 @@ impl PanelObserver for NoProgress {
 pub struct PanelInput {
     pub diff: Arc<Diff>,
     pub calls: Vec<Arc<LensRequest>>,
+    /// What the secret pre-pass found in `diff`, for the builtin lens to reuse.
+    pub secret_keywords: Option<Arc<builtin::SecretKeywords>>,
 }
 
 impl PanelInput {
@@ -58,6 +60,7 @@ impl PanelInput {
         Self {
             diff: Arc::clone(&req.diff),
             calls: vec![Arc::new(req)],
+            secret_keywords: None,
         }
     }
 }
@@ -190,7 +193,7 @@ struct Shared {
 impl Shared {
     async fn run_lens(&self, spec: LensSpec, input: &PanelInput) -> Outcome {
         if spec.backend == BackendKind::Builtin {
-            return self.run_builtin(&spec, &input.diff).await;
+            return self.run_builtin(&spec, input).await;
         }
         let calls = input.calls.len();
         let mut outcome = Outcome {
@@ -266,11 +269,13 @@ impl Shared {
         outcome
     }
 
-    async fn run_builtin(&self, spec: &LensSpec, diff: &Arc<Diff>) -> Outcome {
+    async fn run_builtin(&self, spec: &LensSpec, input: &PanelInput) -> Outcome {
         // Pure CPU work, milliseconds on a big diff: keep it off the async workers. A blocking
         // thread cannot be stopped, so a timeout only stops waiting for it.
-        let diff = Arc::clone(diff);
-        let work = tokio::task::spawn_blocking(move || builtin::review(&diff));
+        let diff = Arc::clone(&input.diff);
+        let keywords = input.secret_keywords.clone();
+        let work =
+            tokio::task::spawn_blocking(move || builtin::review_with(&diff, keywords.as_deref()));
         let result = match tokio::time::timeout(spec.timeout, work).await {
             Ok(Ok(response)) => Ok(response),
             Ok(Err(_)) => Err(LensError::Crashed.to_string()),
@@ -650,6 +655,7 @@ mod tests {
         let input = PanelInput {
             diff: Arc::clone(&req.diff),
             calls: vec![req],
+            secret_keywords: None,
         };
         Panel::from_env(SubscriptionSlots::new(2), false)
             .run(lenses, Arc::new(input), observer)
@@ -913,6 +919,7 @@ mod tests {
         Arc::new(PanelInput {
             diff: Arc::clone(&req.diff),
             calls: vec![Arc::clone(&req), req],
+            secret_keywords: None,
         })
     }
 

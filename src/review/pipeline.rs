@@ -80,7 +80,7 @@ pub async fn review_with(
     let (diff, mut not_reviewed) = gate(diff, config);
     // Before any prompt is built or anything printed: what the builtin lens would call a
     // secret is masked on every channel, whichever lenses run.
-    crate::lens::builtin::remember_secrets(&diff);
+    let secret_keywords = Arc::new(crate::lens::builtin::remember_secrets(&diff));
     // Hidden text in the PR reaches no lens, whatever form it is given in.
     let pr = pr.map(PrInfo::sanitized);
     let diff = Arc::new(diff);
@@ -115,6 +115,7 @@ pub async fn review_with(
     let input = Arc::new(PanelInput {
         diff: Arc::clone(&diff),
         calls,
+        secret_keywords: Some(secret_keywords),
     });
     let runs = panel.run(lenses, input, observer).await;
 
