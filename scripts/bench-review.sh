@@ -16,6 +16,7 @@
 # Both commands run from an empty scratch directory: outside any git repository (`git apply
 # --numstat` only reads the patch and prints per-file stats, it applies nothing) and with no
 # ./reviewbot.toml to pick up. Needs GNU time and python3; valgrind and hyperfine optional.
+# Set REVIEWBOT_BIN to measure an existing binary instead of building the release one.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -37,8 +38,12 @@ for tool in /usr/bin/time python3 git; do
     }
 done
 
-cargo build --release --quiet --bin reviewbot
-bin=${CARGO_TARGET_DIR:-$root/target}/release/reviewbot
+if [[ -n ${REVIEWBOT_BIN:-} ]]; then
+    bin=$REVIEWBOT_BIN
+else
+    cargo build --release --quiet --bin reviewbot
+    bin=${CARGO_TARGET_DIR:-$root/target}/release/reviewbot
+fi
 bin=$(realpath "$bin")
 
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/reviewbot-bench-review.XXXXXX")

@@ -511,7 +511,7 @@ const PEM_WINDOW: usize = 64 * 1024;
 
 fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
     let c = &*COMPILED;
-    let generic = mode == Mode::Detect && generic_candidates(text).next().is_some();
+    let generic = mode == Mode::Detect && has_generic_candidate(text);
     let mut found = Vec::new();
     if mode == Mode::Redact
         && let Some(known) = known_secrets()
@@ -792,20 +792,31 @@ fn secret_values_of(
 /// without a keyword, and scanning only these parts is what keeps [`secret_values`] cheap.
 fn keyword_regions(text: &str, keywords: &[usize]) -> Vec<std::ops::Range<usize>> {
     let mut regions: Vec<std::ops::Range<usize>> = Vec::new();
+    // The line of the last keyword, and its part: the next keyword is often on the same line
+    // (a minified file holds hundreds on one line of 100 KB), whose part is the same.
+    let mut last_line = 0..0;
+    let mut last_part = 0..0;
     for &at in keywords {
-        // The start of the keyword's line, then of each of the AWS_PAIR_LINES lines before it.
-        let line_start = |i: usize| text[..i].rfind('\n').map_or(0, |n| n + 1);
-        let mut start = line_start(at);
-        for _ in 0..AWS_PAIR_LINES {
-            if start == 0 {
-                break;
+        if !last_line.contains(&at) {
+            // The start of the keyword's line, then of each of the AWS_PAIR_LINES lines before
+            // it; the end of its line, then of each of the AWS_PAIR_LINES lines after it.
+            let line_start = |i: usize| text[..i].rfind('\n').map_or(0, |n| n + 1);
+            let line_end = |i: usize| text[i..].find('\n').map_or(text.len(), |n| i + n + 1);
+            last_line = line_start(at)..line_end(at);
+            let mut start = last_line.start;
+            for _ in 0..AWS_PAIR_LINES {
+                if start == 0 {
+                    break;
+                }
+                start = line_start(start - 1);
             }
-            start = line_start(start - 1);
+            let mut end = last_line.end;
+            for _ in 0..AWS_PAIR_LINES {
+                end = line_end(end);
+            }
+            last_part = start..end;
         }
-        let mut end = at;
-        for _ in 0..=AWS_PAIR_LINES {
-            end = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
-        }
+        let (start, mut end) = (last_part.start, last_part.end);
         if text[at..].starts_with(PEM_KEYWORD) {
             let window = floor_boundary(text, at.saturating_add(PEM_WINDOW));
             end = end.max(
@@ -937,14 +948,35 @@ fn is_name_char(c: char) -> bool {
 /// `token` occur on most lines of real code, most of them not before an operator), and
 /// `memchr` finds them at SIMD speed where a case-insensitive keyword automaton has no
 /// prefilter and walks every byte.
-fn generic_candidates(text: &str) -> impl Iterator<Item = usize> + '_ {
+fn generic_candidates(text: &str) -> Vec<usize> {
+    let mut found = Vec::new();
+    each_generic_candidate(text, |at| {
+        found.push(at);
+        true
+    });
+    found
+}
+
+/// Whether [`generic_candidates`] finds any.
+fn has_generic_candidate(text: &str) -> bool {
+    let mut any = false;
+    each_generic_candidate(text, |_| {
+        any = true;
+        false
+    });
+    any
+}
+
+/// Calls `f` with each of [`generic_candidates`], in order, while it returns true. A plain
+/// loop: as an iterator chain (`flat_map` over the operators) it cost twice as much.
+fn each_generic_candidate(text: &str, mut f: impl FnMut(usize) -> bool) {
     // The name before an operator that is looked at: 20 characters after the longest
     // keyword (`credential`).
     const NAME: usize = GENERIC_MAX_GAP + 10;
     const KELVIN: &[u8] = "\u{212A}".as_bytes();
     const LONG_S: &[u8] = "\u{17F}".as_bytes();
     let bytes = text.as_bytes();
-    memchr::memchr2_iter(b'=', b':', bytes).flat_map(move |op| {
+    for op in memchr::memchr2_iter(b'=', b':', bytes) {
         let mut i = op;
         while i > 0 && matches!(bytes[i - 1], b' ' | b'\t') {
             i -= 1;
@@ -955,22 +987,33 @@ fn generic_candidates(text: &str) -> impl Iterator<Item = usize> + '_ {
         let end = i;
         let mut folded = false;
         for _ in 0..NAME {
-            let before = &bytes[..i];
-            match before.last() {
-                Some(&b) if b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-') => i -= 1,
-                Some(_) if before.ends_with(KELVIN) => (i, folded) = (i - KELVIN.len(), true),
-                Some(_) if before.ends_with(LONG_S) => (i, folded) = (i - LONG_S.len(), true),
-                _ => break,
+            let Some(&b) = bytes[..i].last() else { break };
+            if b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-') {
+                i -= 1;
+            } else if b < 0x80 {
+                break;
+            } else if bytes[..i].ends_with(KELVIN) {
+                (i, folded) = (i - KELVIN.len(), true);
+            } else if bytes[..i].ends_with(LONG_S) {
+                (i, folded) = (i - LONG_S.len(), true);
+            } else {
+                break;
             }
         }
-        let name = &bytes[i..end];
-        (0..name.len())
-            .filter(move |&at| match folded {
-                true => text.is_char_boundary(i + at),
-                false => generic_keyword_at(&name[at..]),
-            })
-            .map(move |at| i + at)
-    })
+        for at in i..end {
+            let candidate = match folded {
+                true => text.is_char_boundary(at),
+                // The first letter rules out most places before the call.
+                false => {
+                    matches!(bytes[at] | 0x20, b'a' | b'c' | b'k' | b'p' | b's' | b't')
+                        && generic_keyword_at(&bytes[at..end])
+                }
+            };
+            if candidate && !f(at) {
+                return;
+            }
+        }
+    }
 }
 
 /// Whether `name` (ASCII letters, digits, `_`, `.`, `-`) starts with a generic keyword, in
@@ -1509,7 +1552,7 @@ pub(crate) mod tests {
 
     #[test]
     fn generic_candidates_sit_before_assignments() {
-        let at = |t: &str| generic_candidates(t).collect::<Vec<_>>();
+        let at = generic_candidates;
         assert_eq!(at("API_KEY = x"), vec![0, 4]);
         assert_eq!(at("  \"client_secret\": 1"), vec![10]);
         assert_eq!(at("a: 1, token\t=> 2"), vec![6]);

@@ -74,63 +74,66 @@ impl crate::lens::PrInfo {
     }
 }
 
-struct Patterns {
-    entity: Regex,
-    comment: Regex,
-    hidden_definition: Regex,
-    definition_title: Regex,
-    image_alt: Regex,
-    link_title: Regex,
-    tag: Regex,
-    attribute: Regex,
-}
-
 /// The patterns are constants covered by tests; failing to compile one is a programming error.
 fn compile(p: &str) -> Regex {
     Regex::new(p).unwrap_or_else(|e| panic!("bad sanitizer pattern {p}: {e}"))
 }
 
-static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| Patterns {
-    entity: compile(
+// Each pattern compiles on first need, and runs only on a text holding the literal every
+// match of it holds (see `pass`): most text (a finding's title, a plain description) holds
+// none, and compiling them all was most of an offline review's output time.
+static ENTITY: LazyLock<Regex> = LazyLock::new(|| {
+    compile(
         r"&(?:#[0-9]{1,8}|#[xX][0-9a-fA-F]{1,7}|shy|zwj|zwnj|lrm|rlm|ZeroWidthSpace|NoBreak|InvisibleTimes|InvisibleComma|ApplyFunction|NegativeVeryThinSpace|NegativeThinSpace|NegativeMediumSpace|NegativeThickSpace);",
-    ),
-    comment: compile(r"(?s)<!--.*?(?:-->|\z)"),
-    hidden_definition: compile(r"(?m)^[ \t]{0,3}\[[^\]\n]*\]:[ \t]*(?:#|<>)[^\n]*(?:\n|\z)"),
-    definition_title: compile(
+    )
+});
+static COMMENT: LazyLock<Regex> = LazyLock::new(|| compile(r"(?s)<!--.*?(?:-->|\z)"));
+static HIDDEN_DEFINITION: LazyLock<Regex> =
+    LazyLock::new(|| compile(r"(?m)^[ \t]{0,3}\[[^\]\n]*\]:[ \t]*(?:#|<>)[^\n]*(?:\n|\z)"));
+static DEFINITION_TITLE: LazyLock<Regex> = LazyLock::new(|| {
+    compile(
         r#"(?m)^([ \t]{0,3}\[[^\]\n]+\]:[ \t]*[^ \t\n]+)[ \t]+(?:"[^"\n]*"|'[^'\n]*'|\([^)\n]*\))[ \t]*$"#,
-    ),
-    image_alt: compile(r"!\[[^\]\n]+\]([(\[])"),
-    link_title: compile(r#"\]\(([^)\s]*)[ \t]+(?:"[^"\n]*"|'[^'\n]*'|\([^)\n]*\))[ \t]*\)"#),
-    tag: compile(r"<[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?>"),
-    attribute: compile(
+    )
+});
+static IMAGE_ALT: LazyLock<Regex> = LazyLock::new(|| compile(r"!\[[^\]\n]+\]([(\[])"));
+static LINK_TITLE: LazyLock<Regex> =
+    LazyLock::new(|| compile(r#"\]\(([^)\s]*)[ \t]+(?:"[^"\n]*"|'[^'\n]*'|\([^)\n]*\))[ \t]*\)"#));
+static TAG: LazyLock<Regex> = LazyLock::new(|| compile(r"<[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?>"));
+static ATTRIBUTE: LazyLock<Regex> = LazyLock::new(|| {
+    compile(
         r#"(?i)\s(?:alt|title|aria-label|aria-description|placeholder|style|data-[a-z0-9_.:-]*)\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'>]+)"#,
-    ),
+    )
 });
 
 fn pass(text: &str) -> Cow<'_, str> {
-    let p = &*PATTERNS;
     let mut out = drop_hidden_chars(text);
-    replace(&mut out, &p.entity, |c| {
+    replace(&mut out, "&", &ENTITY, |c| {
         if hidden_entity(&c[0]) {
             String::new()
         } else {
             c[0].to_owned()
         }
     });
-    replace(&mut out, &p.comment, |_| String::new());
-    replace(&mut out, &p.hidden_definition, |_| String::new());
-    replace(&mut out, &p.definition_title, |c| c[1].to_owned());
-    replace(&mut out, &p.image_alt, |c| format!("![]{}", &c[1]));
-    replace(&mut out, &p.link_title, |c| format!("]({})", &c[1]));
-    replace(&mut out, &p.tag, |c| {
-        p.attribute.replace_all(&c[0], "").into_owned()
+    replace(&mut out, "<!--", &COMMENT, |_| String::new());
+    replace(&mut out, "]:", &HIDDEN_DEFINITION, |_| String::new());
+    replace(&mut out, "]:", &DEFINITION_TITLE, |c| c[1].to_owned());
+    replace(&mut out, "![", &IMAGE_ALT, |c| format!("![]{}", &c[1]));
+    replace(&mut out, "](", &LINK_TITLE, |c| format!("]({})", &c[1]));
+    replace(&mut out, "<", &TAG, |c| {
+        ATTRIBUTE.replace_all(&c[0], "").into_owned()
     });
     out
 }
 
 /// Replaces every match in `text`, keeping the borrow when nothing matched or nothing changed.
-fn replace(text: &mut Cow<'_, str>, re: &Regex, f: impl Fn(&Captures<'_>) -> String) {
-    if !re.is_match(text) {
+/// `literal` is in every match: without it, `re` is neither compiled nor run.
+fn replace(
+    text: &mut Cow<'_, str>,
+    literal: &str,
+    re: &LazyLock<Regex>,
+    f: impl Fn(&Captures<'_>) -> String,
+) {
+    if memchr::memmem::find(text.as_bytes(), literal.as_bytes()).is_none() || !re.is_match(text) {
         return;
     }
     let replaced = re.replace_all(text, |c: &Captures<'_>| f(c));
@@ -189,6 +192,23 @@ mod tests {
 
     fn s(text: &str) -> String {
         sanitize(text).into_owned()
+    }
+
+    #[test]
+    fn every_pattern_compiles() {
+        // Patterns compile on first need; a bad one must fail here, not in a review.
+        for re in [
+            &ENTITY,
+            &COMMENT,
+            &HIDDEN_DEFINITION,
+            &DEFINITION_TITLE,
+            &IMAGE_ALT,
+            &LINK_TITLE,
+            &TAG,
+            &ATTRIBUTE,
+        ] {
+            let _ = &**re;
+        }
     }
 
     #[test]
