@@ -986,9 +986,12 @@ fn each_generic_candidate(text: &str, mut f: impl FnMut(usize) -> bool) {
         }
         let end = i;
         let mut folded = false;
+        let mut letters = 0;
         for _ in 0..NAME {
             let Some(&b) = bytes[..i].last() else { break };
-            if b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-') {
+            let class = NAME_BYTES[usize::from(b)];
+            if class != 0 {
+                letters |= class;
                 i -= 1;
             } else if b < 0x80 {
                 break;
@@ -999,6 +1002,10 @@ fn each_generic_candidate(text: &str, mut f: impl FnMut(usize) -> bool) {
             } else {
                 break;
             }
+        }
+        // Most names lack some letter of every keyword: one test rules them out.
+        if !folded && !KEYWORD_LETTERS.iter().any(|k| k & !letters == 0) {
+            continue;
         }
         for at in i..end {
             let candidate = match folded {
@@ -1015,6 +1022,48 @@ fn each_generic_candidate(text: &str, mut f: impl FnMut(usize) -> bool) {
         }
     }
 }
+
+/// For each byte: 0 if it is not an ASCII name character of the generic pattern, else a bit
+/// that says so and, for a letter, the bit of its lower case (`a` is bit 0).
+const NAME_BYTES: [u32; 256] = {
+    let mut table = [0; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        if c.is_ascii_alphabetic() {
+            table[b] = NAME_BYTE | 1 << ((c | 0x20) - b'a');
+        } else if c.is_ascii_digit() || matches!(c, b'_' | b'.' | b'-') {
+            table[b] = NAME_BYTE;
+        }
+        b += 1;
+    }
+    table
+};
+const NAME_BYTE: u32 = 1 << 31;
+
+/// The letters of each generic keyword, as in [`NAME_BYTES`].
+const KEYWORD_LETTERS: [u32; 9] = {
+    const fn letters(word: &[u8]) -> u32 {
+        let mut bits = 0;
+        let mut i = 0;
+        while i < word.len() {
+            bits |= 1 << (word[i] - b'a');
+            i += 1;
+        }
+        bits
+    }
+    [
+        letters(b"access"),
+        letters(b"auth"),
+        letters(b"api"),
+        letters(b"cred"),
+        letters(b"key"),
+        letters(b"passw"),
+        letters(b"pwd"),
+        letters(b"secret"),
+        letters(b"token"),
+    ]
+};
 
 /// Whether `name` (ASCII letters, digits, `_`, `.`, `-`) starts with a generic keyword, in
 /// any ASCII case. Runs for every character before every operator of a text: the first byte
