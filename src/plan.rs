@@ -20,6 +20,9 @@ use crate::lens::contract::response_schema;
 use crate::redact::redact;
 use crate::sanitize::{sanitize, sanitize_line};
 
+mod tokens;
+use tokens::Counter;
+
 /// The review instructions every lens gets.
 const INSTRUCTIONS: &str = "\
 You are one reviewer on a panel reviewing a code change. Review only what the diff below changes.
@@ -96,8 +99,13 @@ pub fn plan(diff: &Diff, pr: Option<&PrInfo>, opts: &PlanOptions<'_>) -> Plan {
         .collect();
     let head = header(pr);
     let tail = footer();
-    let fixed =
-        count(&head) + count(&tail) + rules.iter().map(|(_, i)| count(i) + 8).sum::<usize>();
+    let mut counter = Counter::new();
+    let fixed = counter.count(&head)
+        + counter.count(&tail)
+        + rules
+            .iter()
+            .map(|(_, i)| counter.count(i) + 8)
+            .sum::<usize>();
     let budget = opts.token_budget * (100 - TOKEN_MARGIN_PERCENT) / 100;
     let room = budget.saturating_sub(fixed);
 
@@ -106,11 +114,12 @@ pub fn plan(diff: &Diff, pr: Option<&PrInfo>, opts: &PlanOptions<'_>) -> Plan {
     let indices: Vec<usize> = (0..files.len()).collect();
     let weight = |&i: &usize| diff.file_text(&files[i]).len();
     let rendered = crate::par::map_shares(&indices, weight, |share| {
+        let mut counter = Counter::new();
         share
             .iter()
             .map(|&i| {
                 let text = numbered_file(diff, &files[i], false);
-                let tokens = numbered_tokens(diff, &files[i], &text, room);
+                let tokens = numbered_tokens(&mut counter, diff, &files[i], &text, room);
                 (i, text, tokens)
             })
             .collect()
@@ -127,11 +136,12 @@ pub fn plan(diff: &Diff, pr: Option<&PrInfo>, opts: &PlanOptions<'_>) -> Plan {
             &long,
             |&pos| rendered[pos].1.len(),
             |share| {
+                let mut counter = Counter::new();
                 share
                     .iter()
                     .map(|&pos| {
                         let short = numbered_file(diff, &files[rendered[pos].0], true);
-                        let tokens = count_up_to(&short, room);
+                        let tokens = counter.count_up_to(&short, room);
                         (pos, short, tokens)
                     })
                     .collect()
@@ -255,31 +265,25 @@ fn footer() -> String {
     )
 }
 
-fn count(text: &str) -> usize {
-    tokenizer().count(text)
-}
-
-/// The token count of `text`, or `limit + 1` once it passes `limit`: a file that cannot fit
-/// needs no exact count, and a huge one is most of the counting work.
-fn count_up_to(text: &str, limit: usize) -> usize {
-    let tok = tokenizer();
-    tok.count_till_limit(&tok.normalize(text), limit.saturating_add(1))
-        .unwrap_or(limit.saturating_add(1))
-}
-
 /// The tokens of `text`, the unshortened `numbered_file` of `file`, counted without
 /// tokenizing the line-number columns (a quarter of its bytes): the hunk bodies are counted as
 /// the diff has them and each line's columns are added arithmetically ([`column_tokens`]).
 /// An estimate, on the high side (tests keep it within a few percent, inside the margin); or
-/// `limit + 1` once it passes `limit`, like [`count_up_to`].
-fn numbered_tokens(diff: &Diff, file: &FileDiff, text: &str, limit: usize) -> usize {
+/// `limit + 1` once it passes `limit`, like [`Counter::count_up_to`].
+fn numbered_tokens(
+    counter: &mut Counter,
+    diff: &Diff,
+    file: &FileDiff,
+    text: &str,
+    limit: usize,
+) -> usize {
     let over = limit.saturating_add(1);
     if file.hunks.is_empty() {
-        return count_up_to(text, limit);
+        return counter.count_up_to(text, limit);
     }
     // The file's own header lines (`=== path`, the rename, the column titles), as rendered.
     let header_end = memchr::memmem::find(text.as_bytes(), b"\n@@ -").map_or(text.len(), |i| i + 1);
-    let mut total = count_up_to(&text[..header_end], limit);
+    let mut total = counter.count_up_to(&text[..header_end], limit);
     let mut hunk_header = String::new();
     for hunk in &file.hunks {
         if total >= over {
@@ -291,8 +295,8 @@ fn numbered_tokens(diff: &Diff, file: &FileDiff, text: &str, limit: usize) -> us
             "@@ -{},{} +{},{} @@",
             hunk.old_start, hunk.old_count, hunk.new_start, hunk.new_count
         );
-        total += count(&hunk_header);
-        total += count_up_to(diff.hunk_body(hunk), limit.saturating_sub(total));
+        total += counter.count(&hunk_header);
+        total += counter.count_up_to(diff.hunk_body(hunk), limit.saturating_sub(total));
         total += diff
             .hunk_lines(hunk)
             .map(|l| column_tokens(&l))
@@ -527,10 +531,13 @@ mod tests {
     fn counting_the_raw_lines_stays_well_inside_the_margin() {
         let diff = realistic_diff();
         let (mut exact_total, mut counted_total) = (0, 0);
+        let mut counter = Counter::new();
         for f in diff.files() {
             let text = numbered_file(&diff, f, false);
-            let exact = count(&text);
-            let counted = numbered_tokens(&diff, f, &text, usize::MAX / 2);
+            let exact = tokenizer().count(&text);
+            // The counter itself is exact: only the columns are estimated.
+            assert_eq!(counter.count(&text), exact, "{}", f.path());
+            let counted = numbered_tokens(&mut counter, &diff, f, &text, usize::MAX / 2);
             println!("{:>30} exact {exact:>6} counted {counted:>6}", f.path());
             exact_total += exact;
             counted_total += counted;
@@ -558,7 +565,7 @@ mod tests {
         // The limit still cuts counting short.
         let f = &diff.files()[0];
         assert_eq!(
-            numbered_tokens(&diff, f, &numbered_file(&diff, f, false), 10),
+            numbered_tokens(&mut counter, &diff, f, &numbered_file(&diff, f, false), 10),
             11
         );
     }
