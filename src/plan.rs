@@ -110,6 +110,9 @@ pub fn plan(diff: &Diff, pr: Option<&PrInfo>, opts: &PlanOptions<'_>) -> Plan {
     let room = budget.saturating_sub(fixed);
 
     // Render and count every file once, on every core; the counts are shared by every lens.
+    // A file with a long deletion-only hunk is also rendered shortened and counted, in case the
+    // diff is over budget: its thread's counter has just seen nearly all of its pieces. (Under
+    // budget that is wasted, but then the diff is small.)
     let files = diff.files();
     let indices: Vec<usize> = (0..files.len()).collect();
     let weight = |&i: &usize| diff.file_text(&files[i]).len();
@@ -118,40 +121,24 @@ pub fn plan(diff: &Diff, pr: Option<&PrInfo>, opts: &PlanOptions<'_>) -> Plan {
         share
             .iter()
             .map(|&i| {
-                let text = numbered_file(diff, &files[i], false);
-                let tokens = numbered_tokens(&mut counter, diff, &files[i], &text, room);
-                (i, text, tokens)
+                let file = &files[i];
+                let text = numbered_file(diff, file, false);
+                let tokens = numbered_tokens(&mut counter, diff, file, &text, room);
+                let short = has_long_deletion(diff, file).then(|| {
+                    let short = numbered_file(diff, file, true);
+                    let tokens = counter.count_up_to(&short, room);
+                    (short, tokens)
+                });
+                (i, (text, tokens), short)
             })
             .collect()
     });
-    let total: usize = rendered.iter().map(|r| r.2).sum();
-    // Over budget: deletion-only hunks are shortened first (again on every core), and only
-    // the files that have one are rendered and counted again.
-    let mut rendered = rendered;
-    if total > room {
-        let long: Vec<usize> = (0..rendered.len())
-            .filter(|&pos| has_long_deletion(diff, &files[rendered[pos].0]))
-            .collect();
-        let shortened = crate::par::map_shares(
-            &long,
-            |&pos| rendered[pos].1.len(),
-            |share| {
-                let mut counter = Counter::new();
-                share
-                    .iter()
-                    .map(|&pos| {
-                        let short = numbered_file(diff, &files[rendered[pos].0], true);
-                        let tokens = counter.count_up_to(&short, room);
-                        (pos, short, tokens)
-                    })
-                    .collect()
-            },
-        );
-        for (pos, short, tokens) in shortened {
-            rendered[pos].1 = short;
-            rendered[pos].2 = tokens;
-        }
-    }
+    let total: usize = rendered.iter().map(|r| r.1.1).sum();
+    // Over budget: deletion-only hunks are shortened first.
+    let rendered = rendered.into_iter().map(|(i, full, short)| match short {
+        Some(short) if total > room => (i, short.0, short.1),
+        _ => (i, full.0, full.1),
+    });
 
     let mut sections = Vec::with_capacity(files.len());
     let mut over_budget = Vec::new();

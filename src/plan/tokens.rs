@@ -15,16 +15,27 @@ use super::tokenizer;
 /// so the cache stays small.
 const CACHED_PIECE_BYTES: usize = 48;
 
+/// Pieces up to this long (nearly all) are cached under their bytes packed into an integer,
+/// with their length: hashing and comparing one is far cheaper than a string's.
+const PACKED_PIECE_BYTES: usize = 15;
+
+type Hasher = foldhash::fast::RandomState;
+
 /// Token counts of the pieces seen so far. One per thread: it is cheap to start, and sharing
 /// one would cost more in locking than it saves.
-#[derive(Default)]
 pub(super) struct Counter {
-    pieces: HashMap<Box<str>, usize, foldhash::fast::RandomState>,
+    bpe: &'static bpe_openai::byte_pair_encoding::BytePairEncoding,
+    packed: HashMap<u128, usize, Hasher>,
+    longer: HashMap<Box<str>, usize, Hasher>,
 }
 
 impl Counter {
     pub(super) fn new() -> Self {
-        Self::default()
+        Self {
+            bpe: &tokenizer().bpe,
+            packed: HashMap::default(),
+            longer: HashMap::default(),
+        }
     }
 
     /// The token count of `text`.
@@ -35,9 +46,8 @@ impl Counter {
     /// The token count of `text`, or `limit + 1` once it passes `limit` (a file that cannot fit
     /// needs no exact count).
     pub(super) fn count_up_to(&mut self, text: &str, limit: usize) -> usize {
-        let tok = tokenizer();
         let over = limit.saturating_add(1);
-        let text = tok.normalize(text);
+        let text = tokenizer().normalize(text);
         let mut total = 0;
         for piece in pieces(text.as_str()) {
             total += self.piece(piece, over - total);
@@ -50,18 +60,33 @@ impl Counter {
 
     /// One piece's tokens, or more than `limit` once it passes `limit`.
     fn piece(&mut self, piece: &str, limit: usize) -> usize {
-        let bpe = &tokenizer().bpe;
-        if piece.len() > CACHED_PIECE_BYTES {
-            return bpe
-                .count_till_limit(piece.as_bytes(), limit)
-                .unwrap_or(limit.saturating_add(1));
+        let bytes = piece.as_bytes();
+        match bytes.len() {
+            // Every byte is a token.
+            0 | 1 => bytes.len(),
+            n if n <= PACKED_PIECE_BYTES => {
+                let mut key = [0u8; 16];
+                key[..n].copy_from_slice(bytes);
+                key[15] = n as u8;
+                let bpe = self.bpe;
+                *self
+                    .packed
+                    .entry(u128::from_le_bytes(key))
+                    .or_insert_with(|| bpe.count(bytes))
+            }
+            n if n <= CACHED_PIECE_BYTES => {
+                if let Some(&n) = self.longer.get(piece) {
+                    return n;
+                }
+                let n = self.bpe.count(bytes);
+                self.longer.insert(piece.into(), n);
+                n
+            }
+            _ => self
+                .bpe
+                .count_till_limit(bytes, limit)
+                .unwrap_or(limit.saturating_add(1)),
         }
-        if let Some(&n) = self.pieces.get(piece) {
-            return n;
-        }
-        let n = bpe.count(piece.as_bytes());
-        self.pieces.insert(piece.into(), n);
-        n
     }
 }
 
@@ -311,8 +336,9 @@ mod tests {
     #[test]
     fn counts_match_the_tokenizer_on_repeated_and_long_pieces() {
         let long = "x".repeat(CACHED_PIECE_BYTES * 3);
+        let mid = ")".repeat(PACKED_PIECE_BYTES + 10);
         let text = format!(
-            "fn main() {{\n    let a = 1;\n    let a = 1;\n}}\n{long} {long}\n\n\n  tail  "
+            "fn main() {{\n    let a = 1;\n    let a = 1;\n}}\n{long} {long}\n\n\n  {mid} {mid} tail  "
         );
         let exact = tokenizer().count(&text);
         let mut counter = Counter::new();
@@ -324,5 +350,9 @@ mod tests {
         assert_eq!(counter.count_up_to(&text, 3), 4);
         assert_eq!(counter.count_up_to(&long, 2), 3);
         assert_eq!(counter.count(""), 0);
+        // A packed key keeps the length: a piece is not taken for one with zero bytes after it.
+        for piece in ["((\0\0", "((\0", "(("] {
+            assert_eq!(counter.count(piece), tokenizer().count(piece), "{piece:?}");
+        }
     }
 }
