@@ -122,10 +122,9 @@ pub fn plan(diff: &Diff, pr: Option<&PrInfo>, opts: &PlanOptions<'_>) -> Plan {
             .iter()
             .map(|&i| {
                 let file = &files[i];
-                let text = numbered_file(diff, file, false);
+                let (text, short) = numbered_file(diff, file);
                 let tokens = numbered_tokens(&mut counter, diff, file, &text, room);
-                let short = has_long_deletion(diff, file).then(|| {
-                    let short = numbered_file(diff, file, true);
+                let short = short.map(|short| {
                     let tokens = counter.count_up_to(&short, room);
                     (short, tokens)
                 });
@@ -360,8 +359,10 @@ fn is_long_deletion(diff: &Diff, hunk: &Hunk) -> bool {
     removed > SHORT_DELETION_LINES
 }
 
-/// One file's hunks with OLD and NEW line-number columns, so findings can cite lines.
-fn numbered_file(diff: &Diff, file: &FileDiff, shorten_deletions: bool) -> String {
+/// One file's hunks with OLD and NEW line-number columns, so findings can cite lines; and, if
+/// it has a long deletion-only hunk, the same with those hunks shortened (built in the same
+/// pass: each line is redacted once).
+fn numbered_file(diff: &Diff, file: &FileDiff) -> (String, Option<String>) {
     let mut out = String::with_capacity(diff.file_text(file).len() + file.hunks.len() * 16 + 64);
     // A file name is the PR author's text too: what renders as nothing (a zero-width or bidi
     // character, an HTML comment) is dropped, and findings citing the shown name are mapped
@@ -374,22 +375,40 @@ fn numbered_file(diff: &Diff, file: &FileDiff, shorten_deletions: bool) -> Strin
     }
     if file.binary {
         out.push_str("(binary file, not shown)\n");
-        return out;
+        return (out, None);
     }
     if file.hunks.is_empty() {
-        return out;
+        return (out, None);
     }
     out.push_str("  OLD   NEW\n");
+    let mut short = has_long_deletion(diff, file).then(|| out.clone());
     for hunk in &file.hunks {
+        let at = out.len();
         let _ = writeln!(
             out,
             "@@ -{},{} +{},{} @@",
             hunk.old_start, hunk.old_count, hunk.new_start, hunk.new_count
         );
-        let shorten = shorten_deletions && is_long_deletion(diff, hunk);
+        if let Some(short) = &mut short {
+            short.push_str(&out[at..]);
+        }
+        let shorten = short.is_some() && is_long_deletion(diff, hunk);
         let mut removed_shown = 0;
         let mut removed_hidden = 0;
         for line in diff.hunk_lines(hunk) {
+            let mark = match line.kind {
+                LineKind::Added => '+',
+                LineKind::Removed => '-',
+                LineKind::Context => ' ',
+            };
+            let at = out.len();
+            let redacted = redact(line.text);
+            column(&mut out, line.old);
+            column(&mut out, line.new);
+            out.push(mark);
+            out.push_str(&fence(&redacted));
+            out.push('\n');
+            let Some(short) = &mut short else { continue };
             if shorten && line.kind == LineKind::Removed {
                 if removed_shown == SHORT_DELETION_LINES {
                     removed_hidden += 1;
@@ -397,26 +416,18 @@ fn numbered_file(diff: &Diff, file: &FileDiff, shorten_deletions: bool) -> Strin
                 }
                 removed_shown += 1;
             }
-            let mark = match line.kind {
-                LineKind::Added => '+',
-                LineKind::Removed => '-',
-                LineKind::Context => ' ',
-            };
-            let redacted = redact(line.text);
-            column(&mut out, line.old);
-            column(&mut out, line.new);
-            out.push(mark);
-            out.push_str(&fence(&redacted));
-            out.push('\n');
+            short.push_str(&out[at..]);
         }
-        if removed_hidden > 0 {
+        if let Some(short) = &mut short
+            && removed_hidden > 0
+        {
             let _ = writeln!(
-                out,
+                short,
                 "            ({removed_hidden} more removed lines not shown)"
             );
         }
     }
-    out
+    (out, short)
 }
 
 /// A line-number column: the number right-aligned in 5, or blank, then a space. Written by
@@ -520,7 +531,7 @@ mod tests {
         let (mut exact_total, mut counted_total) = (0, 0);
         let mut counter = Counter::new();
         for f in diff.files() {
-            let text = numbered_file(&diff, f, false);
+            let text = numbered_file(&diff, f).0;
             let exact = tokenizer().count(&text);
             // The counter itself is exact: only the columns are estimated.
             assert_eq!(counter.count(&text), exact, "{}", f.path());
@@ -552,7 +563,7 @@ mod tests {
         // The limit still cuts counting short.
         let f = &diff.files()[0];
         assert_eq!(
-            numbered_tokens(&mut counter, &diff, f, &numbered_file(&diff, f, false), 10),
+            numbered_tokens(&mut counter, &diff, f, &numbered_file(&diff, f).0, 10),
             11
         );
     }
@@ -619,6 +630,37 @@ mod tests {
         );
         assert!(prompt.contains("(397 more removed lines not shown)"));
         assert!(prompt.contains("value_19"));
+    }
+
+    #[test]
+    fn the_shortened_file_is_the_full_one_less_the_hidden_lines() {
+        let name = "mixed.py";
+        let mut text =
+            format!("diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n@@ -1,10 +1,0 @@\n");
+        for i in 0..10 {
+            let _ = writeln!(text, "-gone_{i} = 1");
+        }
+        text.push_str("@@ -20,5 +10,3 @@\n a\n-b_1\n-b_2\n-b_3\n-b_4\n+c\n+d\n");
+        let diff = Diff::parse(text).unwrap();
+        let (full, short) = numbered_file(&diff, &diff.files()[0]);
+        let short = short.expect("a long deletion-only hunk");
+        let note = "            (7 more removed lines not shown)";
+        let expected: Vec<&str> = full
+            .lines()
+            .filter(|l| !(3..10).any(|i| l.ends_with(&format!("-gone_{i} = 1"))))
+            .flat_map(|l| {
+                let after = l.ends_with("-gone_2 = 1");
+                std::iter::once(l).chain(after.then_some(note))
+            })
+            .collect();
+        assert_eq!(short.lines().collect::<Vec<_>>(), expected);
+        // The second hunk removes lines too, but also adds: it is shown whole.
+        assert!(
+            short.contains("-b_4\n") && short.contains("+d\n"),
+            "{short}"
+        );
+        let plain = Diff::parse(file("a.rs", 5)).unwrap();
+        assert!(numbered_file(&plain, &plain.files()[0]).1.is_none());
     }
 
     #[test]
