@@ -20,6 +20,9 @@ use crate::lens::contract::response_schema;
 use crate::redact::redact;
 use crate::sanitize::{sanitize, sanitize_line};
 
+mod tokens;
+use tokens::Counter;
+
 /// The review instructions every lens gets.
 const INSTRUCTIONS: &str = "\
 You are one reviewer on a panel reviewing a code change. Review only what the diff below changes.
@@ -96,52 +99,45 @@ pub fn plan(diff: &Diff, pr: Option<&PrInfo>, opts: &PlanOptions<'_>) -> Plan {
         .collect();
     let head = header(pr);
     let tail = footer();
-    let fixed =
-        count(&head) + count(&tail) + rules.iter().map(|(_, i)| count(i) + 8).sum::<usize>();
+    let mut counter = Counter::new();
+    let fixed = counter.count(&head)
+        + counter.count(&tail)
+        + rules
+            .iter()
+            .map(|(_, i)| counter.count(i) + 8)
+            .sum::<usize>();
     let budget = opts.token_budget * (100 - TOKEN_MARGIN_PERCENT) / 100;
     let room = budget.saturating_sub(fixed);
 
     // Render and count every file once, on every core; the counts are shared by every lens.
+    // A file with a long deletion-only hunk is also rendered shortened and counted, in case the
+    // diff is over budget: its thread's counter has just seen nearly all of its pieces. (Under
+    // budget that is wasted, but then the diff is small.)
     let files = diff.files();
     let indices: Vec<usize> = (0..files.len()).collect();
     let weight = |&i: &usize| diff.file_text(&files[i]).len();
     let rendered = crate::par::map_shares(&indices, weight, |share| {
+        let mut counter = Counter::new();
         share
             .iter()
             .map(|&i| {
-                let text = numbered_file(diff, &files[i], false);
-                let tokens = numbered_tokens(diff, &files[i], &text, room);
-                (i, text, tokens)
+                let file = &files[i];
+                let (text, short) = numbered_file(diff, file);
+                let tokens = numbered_tokens(&mut counter, diff, file, &text, room);
+                let short = short.map(|short| {
+                    let tokens = counter.count_up_to(&short, room);
+                    (short, tokens)
+                });
+                (i, (text, tokens), short)
             })
             .collect()
     });
-    let total: usize = rendered.iter().map(|r| r.2).sum();
-    // Over budget: deletion-only hunks are shortened first (again on every core), and only
-    // the files that have one are rendered and counted again.
-    let mut rendered = rendered;
-    if total > room {
-        let long: Vec<usize> = (0..rendered.len())
-            .filter(|&pos| has_long_deletion(diff, &files[rendered[pos].0]))
-            .collect();
-        let shortened = crate::par::map_shares(
-            &long,
-            |&pos| rendered[pos].1.len(),
-            |share| {
-                share
-                    .iter()
-                    .map(|&pos| {
-                        let short = numbered_file(diff, &files[rendered[pos].0], true);
-                        let tokens = count_up_to(&short, room);
-                        (pos, short, tokens)
-                    })
-                    .collect()
-            },
-        );
-        for (pos, short, tokens) in shortened {
-            rendered[pos].1 = short;
-            rendered[pos].2 = tokens;
-        }
-    }
+    let total: usize = rendered.iter().map(|r| r.1.1).sum();
+    // Over budget: deletion-only hunks are shortened first.
+    let rendered = rendered.into_iter().map(|(i, full, short)| match short {
+        Some(short) if total > room => (i, short.0, short.1),
+        _ => (i, full.0, full.1),
+    });
 
     let mut sections = Vec::with_capacity(files.len());
     let mut over_budget = Vec::new();
@@ -255,31 +251,25 @@ fn footer() -> String {
     )
 }
 
-fn count(text: &str) -> usize {
-    tokenizer().count(text)
-}
-
-/// The token count of `text`, or `limit + 1` once it passes `limit`: a file that cannot fit
-/// needs no exact count, and a huge one is most of the counting work.
-fn count_up_to(text: &str, limit: usize) -> usize {
-    let tok = tokenizer();
-    tok.count_till_limit(&tok.normalize(text), limit.saturating_add(1))
-        .unwrap_or(limit.saturating_add(1))
-}
-
 /// The tokens of `text`, the unshortened `numbered_file` of `file`, counted without
 /// tokenizing the line-number columns (a quarter of its bytes): the hunk bodies are counted as
 /// the diff has them and each line's columns are added arithmetically ([`column_tokens`]).
 /// An estimate, on the high side (tests keep it within a few percent, inside the margin); or
-/// `limit + 1` once it passes `limit`, like [`count_up_to`].
-fn numbered_tokens(diff: &Diff, file: &FileDiff, text: &str, limit: usize) -> usize {
+/// `limit + 1` once it passes `limit`, like [`Counter::count_up_to`].
+fn numbered_tokens(
+    counter: &mut Counter,
+    diff: &Diff,
+    file: &FileDiff,
+    text: &str,
+    limit: usize,
+) -> usize {
     let over = limit.saturating_add(1);
     if file.hunks.is_empty() {
-        return count_up_to(text, limit);
+        return counter.count_up_to(text, limit);
     }
     // The file's own header lines (`=== path`, the rename, the column titles), as rendered.
     let header_end = memchr::memmem::find(text.as_bytes(), b"\n@@ -").map_or(text.len(), |i| i + 1);
-    let mut total = count_up_to(&text[..header_end], limit);
+    let mut total = counter.count_up_to(&text[..header_end], limit);
     let mut hunk_header = String::new();
     for hunk in &file.hunks {
         if total >= over {
@@ -291,8 +281,8 @@ fn numbered_tokens(diff: &Diff, file: &FileDiff, text: &str, limit: usize) -> us
             "@@ -{},{} +{},{} @@",
             hunk.old_start, hunk.old_count, hunk.new_start, hunk.new_count
         );
-        total += count(&hunk_header);
-        total += count_up_to(diff.hunk_body(hunk), limit.saturating_sub(total));
+        total += counter.count(&hunk_header);
+        total += counter.count_up_to(diff.hunk_body(hunk), limit.saturating_sub(total));
         total += diff
             .hunk_lines(hunk)
             .map(|l| column_tokens(&l))
@@ -369,8 +359,10 @@ fn is_long_deletion(diff: &Diff, hunk: &Hunk) -> bool {
     removed > SHORT_DELETION_LINES
 }
 
-/// One file's hunks with OLD and NEW line-number columns, so findings can cite lines.
-fn numbered_file(diff: &Diff, file: &FileDiff, shorten_deletions: bool) -> String {
+/// One file's hunks with OLD and NEW line-number columns, so findings can cite lines; and, if
+/// it has a long deletion-only hunk, the same with those hunks shortened (built in the same
+/// pass: each line is redacted once).
+fn numbered_file(diff: &Diff, file: &FileDiff) -> (String, Option<String>) {
     let mut out = String::with_capacity(diff.file_text(file).len() + file.hunks.len() * 16 + 64);
     // A file name is the PR author's text too: what renders as nothing (a zero-width or bidi
     // character, an HTML comment) is dropped, and findings citing the shown name are mapped
@@ -383,22 +375,40 @@ fn numbered_file(diff: &Diff, file: &FileDiff, shorten_deletions: bool) -> Strin
     }
     if file.binary {
         out.push_str("(binary file, not shown)\n");
-        return out;
+        return (out, None);
     }
     if file.hunks.is_empty() {
-        return out;
+        return (out, None);
     }
     out.push_str("  OLD   NEW\n");
+    let mut short = has_long_deletion(diff, file).then(|| out.clone());
     for hunk in &file.hunks {
+        let at = out.len();
         let _ = writeln!(
             out,
             "@@ -{},{} +{},{} @@",
             hunk.old_start, hunk.old_count, hunk.new_start, hunk.new_count
         );
-        let shorten = shorten_deletions && is_long_deletion(diff, hunk);
+        if let Some(short) = &mut short {
+            short.push_str(&out[at..]);
+        }
+        let shorten = short.is_some() && is_long_deletion(diff, hunk);
         let mut removed_shown = 0;
         let mut removed_hidden = 0;
         for line in diff.hunk_lines(hunk) {
+            let mark = match line.kind {
+                LineKind::Added => '+',
+                LineKind::Removed => '-',
+                LineKind::Context => ' ',
+            };
+            let at = out.len();
+            let redacted = redact(line.text);
+            column(&mut out, line.old);
+            column(&mut out, line.new);
+            out.push(mark);
+            out.push_str(&fence(&redacted));
+            out.push('\n');
+            let Some(short) = &mut short else { continue };
             if shorten && line.kind == LineKind::Removed {
                 if removed_shown == SHORT_DELETION_LINES {
                     removed_hidden += 1;
@@ -406,26 +416,18 @@ fn numbered_file(diff: &Diff, file: &FileDiff, shorten_deletions: bool) -> Strin
                 }
                 removed_shown += 1;
             }
-            let mark = match line.kind {
-                LineKind::Added => '+',
-                LineKind::Removed => '-',
-                LineKind::Context => ' ',
-            };
-            let redacted = redact(line.text);
-            column(&mut out, line.old);
-            column(&mut out, line.new);
-            out.push(mark);
-            out.push_str(&fence(&redacted));
-            out.push('\n');
+            short.push_str(&out[at..]);
         }
-        if removed_hidden > 0 {
+        if let Some(short) = &mut short
+            && removed_hidden > 0
+        {
             let _ = writeln!(
-                out,
+                short,
                 "            ({removed_hidden} more removed lines not shown)"
             );
         }
     }
-    out
+    (out, short)
 }
 
 /// A line-number column: the number right-aligned in 5, or blank, then a space. Written by
@@ -527,10 +529,13 @@ mod tests {
     fn counting_the_raw_lines_stays_well_inside_the_margin() {
         let diff = realistic_diff();
         let (mut exact_total, mut counted_total) = (0, 0);
+        let mut counter = Counter::new();
         for f in diff.files() {
-            let text = numbered_file(&diff, f, false);
-            let exact = count(&text);
-            let counted = numbered_tokens(&diff, f, &text, usize::MAX / 2);
+            let text = numbered_file(&diff, f).0;
+            let exact = tokenizer().count(&text);
+            // The counter itself is exact: only the columns are estimated.
+            assert_eq!(counter.count(&text), exact, "{}", f.path());
+            let counted = numbered_tokens(&mut counter, &diff, f, &text, usize::MAX / 2);
             println!("{:>30} exact {exact:>6} counted {counted:>6}", f.path());
             exact_total += exact;
             counted_total += counted;
@@ -558,7 +563,7 @@ mod tests {
         // The limit still cuts counting short.
         let f = &diff.files()[0];
         assert_eq!(
-            numbered_tokens(&diff, f, &numbered_file(&diff, f, false), 10),
+            numbered_tokens(&mut counter, &diff, f, &numbered_file(&diff, f).0, 10),
             11
         );
     }
@@ -625,6 +630,37 @@ mod tests {
         );
         assert!(prompt.contains("(397 more removed lines not shown)"));
         assert!(prompt.contains("value_19"));
+    }
+
+    #[test]
+    fn the_shortened_file_is_the_full_one_less_the_hidden_lines() {
+        let name = "mixed.py";
+        let mut text =
+            format!("diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n@@ -1,10 +1,0 @@\n");
+        for i in 0..10 {
+            let _ = writeln!(text, "-gone_{i} = 1");
+        }
+        text.push_str("@@ -20,5 +10,3 @@\n a\n-b_1\n-b_2\n-b_3\n-b_4\n+c\n+d\n");
+        let diff = Diff::parse(text).unwrap();
+        let (full, short) = numbered_file(&diff, &diff.files()[0]);
+        let short = short.expect("a long deletion-only hunk");
+        let note = "            (7 more removed lines not shown)";
+        let expected: Vec<&str> = full
+            .lines()
+            .filter(|l| !(3..10).any(|i| l.ends_with(&format!("-gone_{i} = 1"))))
+            .flat_map(|l| {
+                let after = l.ends_with("-gone_2 = 1");
+                std::iter::once(l).chain(after.then_some(note))
+            })
+            .collect();
+        assert_eq!(short.lines().collect::<Vec<_>>(), expected);
+        // The second hunk removes lines too, but also adds: it is shown whole.
+        assert!(
+            short.contains("-b_4\n") && short.contains("+d\n"),
+            "{short}"
+        );
+        let plain = Diff::parse(file("a.rs", 5)).unwrap();
+        assert!(numbered_file(&plain, &plain.files()[0]).1.is_none());
     }
 
     #[test]
