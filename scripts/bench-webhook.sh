@@ -8,7 +8,8 @@
 #
 # Prints, for both: requests/s, p50/p99 latency, non-2xx and socket errors, memory idle and at
 # peak under load (VmRSS / VmHWM); for reviewbot also the deliveries stored against the 2xx
-# answers (they must be equal).
+# answers (they must be equal); for both, the CPU a request of the receiver and of wrk, and the
+# share of the machine left idle during the measured run.
 #
 #   scripts/bench-webhook.sh [--only node|reviewbot] [--duration 20s] [--threads 2] [--log FILTER]
 #
@@ -16,7 +17,7 @@
 # target/bench/webhook-serve.log; with `reviewbot::store=debug` it also prints the median
 # SQLite batch: deliveries, time in its statements, time in its commit.
 #
-# Needs node + npm (the package is installed into a scratch directory, nothing is committed),
+# Needs node + npm (the package is installed into a scratch directory, nothing is committed), GNU time,
 # wrk (installed with apt-get when missing), python3, curl; cargo and openssl for reviewbot. Set
 # REVIEWBOT_BIN to use an existing binary instead of building one.
 set -euo pipefail
@@ -40,7 +41,7 @@ done
 payload=$root/fixtures/github-webhooks/pull_request/opened.payload.json
 secret="bench-secret-$RANDOM$RANDOM"
 
-for tool in node npm python3 curl; do
+for tool in node npm python3 curl /usr/bin/time; do
     command -v "$tool" >/dev/null || { echo "bench-webhook: $tool not found" >&2; exit 2; }
 done
 if ! command -v wrk >/dev/null; then
@@ -77,6 +78,8 @@ rss_kb() { awk -v k="$2" '$1 == k":" { print $2 }' "/proc/$1/status"; }
 # CPU time (user + system) the process has used, in clock ticks: steadier than requests/s on a
 # shared machine, so each side's CPU per request is reported too.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# All CPUs' ticks, then their idle ticks (idle + iowait), from /proc/stat.
+machine_ticks() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $5 + $6 }' /proc/stat; }
 
 signature=$(python3 - "$secret" "$payload" <<'EOF'
 import hashlib, hmac, sys
@@ -131,13 +134,22 @@ drive() { # NAME URL PID
     idle=$(rss_kb "$pid" VmRSS)
     warm=$(wrk -t"$threads" -c"$connections" -d3s -s "$scratch/delivery.lua" "$url" -- warm | sed -n 's/^RESULT //p')
     cpu0=$(cpu_ticks "$pid")
-    result=$(wrk -t"$threads" -c"$connections" -d"$duration" -s "$scratch/delivery.lua" "$url" -- run | sed -n 's/^RESULT //p')
+    read -r -a machine0 < <(machine_ticks)
+    result=$(/usr/bin/time -f '%U %S' -o "$scratch/wrk.cpu" \
+        wrk -t"$threads" -c"$connections" -d"$duration" -s "$scratch/delivery.lua" "$url" -- run | sed -n 's/^RESULT //p')
+    read -r -a machine1 < <(machine_ticks)
     cpu1=$(cpu_ticks "$pid")
     peak=$(rss_kb "$pid" VmHWM)
-    local requests cpu_us
+    local requests per cpu_us wrk_us idle_pct
     requests=$(sed -n 's/.*requests=\([0-9]*\).*/\1/p' <<<"$result")
-    cpu_us=$(( (cpu1 - cpu0) * 1000000 / $(getconf CLK_TCK) / (requests > 0 ? requests : 1) ))
-    echo "$name $result warmup_ok=$(sed -n 's/.* ok=\([0-9]*\).*/\1/p' <<<"$warm") cpu_us_per_request=$cpu_us idle_rss_mb=$((idle / 1024)) peak_rss_mb=$((peak / 1024))"
+    per=$((requests > 0 ? requests : 1))
+    cpu_us=$(( (cpu1 - cpu0) * 1000000 / $(getconf CLK_TCK) / per ))
+    # The load generator's own CPU a request, and how much of the machine stayed idle: on a
+    # machine where wrk shares the cores, they say whether the receiver or the machine was the
+    # limit.
+    wrk_us=$(awk -v n="$per" '{ printf "%d", ($1 + $2) * 1000000 / n }' "$scratch/wrk.cpu")
+    idle_pct=$(( (machine1[1] - machine0[1]) * 100 / ((machine1[0] - machine0[0]) > 0 ? (machine1[0] - machine0[0]) : 1) ))
+    echo "$name $result warmup_ok=$(sed -n 's/.* ok=\([0-9]*\).*/\1/p' <<<"$warm") cpu_us_per_request=$cpu_us wrk_cpu_us_per_request=$wrk_us machine_idle_pct=$idle_pct idle_rss_mb=$((idle / 1024)) peak_rss_mb=$((peak / 1024))"
 }
 
 results=()
