@@ -24,9 +24,13 @@ where
     R: Send,
     F: Fn(&[T]) -> Vec<R> + Sync,
 {
+    // The size first: reading the core count reads cgroup files, which a small input need not.
     let total: usize = items.iter().map(&bytes).sum();
+    if total < PARALLEL_FROM_BYTES {
+        return work(items);
+    }
     let threads = threads();
-    if threads == 1 || total < PARALLEL_FROM_BYTES {
+    if threads == 1 {
         return work(items);
     }
     let per = total.div_ceil(threads);
