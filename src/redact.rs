@@ -400,13 +400,16 @@ impl Compiled {
     /// `://` hold plain links (a file of documentation holds hundreds).
     fn matches<'t>(&'t self, text: &'t str) -> impl Iterator<Item = aho_corasick::Match> + 't {
         let bytes = text.as_bytes();
-        self.any.find_iter(text).filter(move |m| {
-            !matches!(self.literals[m.pattern().as_usize()].1, Needs::Url)
-                || bytes[m.end()..]
+        self.any
+            .find_iter(text)
+            .filter(move |m| match self.literals[m.pattern().as_usize()].1 {
+                Needs::Url => bytes[m.end()..]
                     .iter()
                     .find(|&&b| b == b'@' || b == b'/' || b.is_ascii_whitespace())
-                    .is_some_and(|&b| b == b'@')
-        })
+                    .is_some_and(|&b| b == b'@'),
+                Needs::AwsSecretName => aws_before(bytes, m.start()),
+                _ => true,
+            })
     }
 
     /// Which patterns can match in `text`. The automaton reports matches that do not overlap,
@@ -601,6 +604,18 @@ fn named_aws_secrets(text: &str, found: &mut Vec<SecretMatch>) {
             range: value.range(),
         });
     }
+}
+
+/// Whether `aws` or `amazon` may come before the `secret` at `at` as [`AWS_SECRET_RE`]
+/// requires (at most 30 name characters between), so that a text saying "secret" does not
+/// compile the pattern: in any ASCII case, or anything where an `ſ` is near (case folding
+/// lets it stand for `s`; no other character folds onto a letter of either name).
+fn aws_before(bytes: &[u8], at: usize) -> bool {
+    // 30 characters of up to 3 bytes, after the longer name.
+    let window = &bytes[at.saturating_sub(30 * 3 + "amazon".len())..at];
+    memchr::memmem::find(window, "\u{17F}".as_bytes()).is_some()
+        || window.windows(3).any(|w| w.eq_ignore_ascii_case(b"aws"))
+        || window.windows(6).any(|w| w.eq_ignore_ascii_case(b"amazon"))
 }
 
 /// A key-shaped 40-character value within [`AWS_PAIR_LINES`] lines of an AWS access key ID.
@@ -1918,6 +1933,20 @@ pub(crate) mod tests {
             let lines: Vec<usize> = keyword_starts(&text).into_iter().map(line_of).collect();
             for m in GENERIC_RE.find_iter(&text) {
                 prop_assert!(lines.contains(&line_of(m.start())), "{:?}", text);
+            }
+        }
+
+        #[test]
+        fn a_named_aws_secret_is_never_filtered_out(
+            pieces in prop::collection::vec(prop::sample::select(vec![
+                "aws", "AWS", "Amazon", "aw\u{17F}", "secret", "SECRET", "Secret", "_", "-", ".",
+                "x", "_access_key", " ", "=", ": ", "\"", "é", "\n",
+            ]), 0..24),
+            value in "[A-Za-z0-9/+]{40}",
+        ) {
+            let text = format!("{}{value}", pieces.concat());
+            if AWS_SECRET_RE.is_match(&text) {
+                prop_assert!(COMPILED.present(&text).aws_secret_name, "{:?}", text);
             }
         }
 
