@@ -12,6 +12,7 @@
 //! - `secrets/compile_url_password/*`: compiling the URL-password pattern as shipped (open
 //!   repeats) and as it was (bounded repeats of a Unicode class), the choice in
 //!   `redact::URL_PASSWORD_PATTERN`.
+//! - `secrets/adversarial/*`: the secret search on texts built to make it quadratic.
 
 use std::cell::RefCell;
 use std::hint::black_box;
@@ -294,6 +295,24 @@ fn secret_benches(c: &mut Criterion) {
     ] {
         g.bench_function(name, |b| {
             b.iter(|| regex::Regex::new(black_box(pattern)).unwrap())
+        });
+    }
+    g.finish();
+
+    // Texts built to make a secret search quadratic: a value run with no end that holds a
+    // keyword and an operator every few bytes, and names just past the generic rule's reach.
+    // Each must stay linear (both take milliseconds; searching anchored at every candidate
+    // took 14 s and 71 s on these).
+    let mut g = c.benchmark_group("secrets/adversarial");
+    g.sample_size(10);
+    let texts = [
+        ("key_runs", format!("{}<", "key=".repeat(50_000))),
+        ("long_names", "keyaaaaaaaaaaaaaaaaaaaaaaa=".repeat(8_000)),
+    ];
+    for (name, text) in &texts {
+        g.throughput(Throughput::Bytes(text.len() as u64));
+        g.bench_function(*name, |b| {
+            b.iter(|| reviewbot::redact::find_secrets(black_box(text)))
         });
     }
     g.finish();

@@ -472,22 +472,18 @@ static PEM_BEGIN_RE: LazyLock<Regex> =
     LazyLock::new(|| compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"));
 static PEM_END_RE: LazyLock<Regex> =
     LazyLock::new(|| compile(r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"));
-/// The generic rule (gitleaks' `generic-api-key`: a keyword, up to 20 more name characters,
-/// an assignment, a value of 10 to 150 characters), tried only where [`generic_candidates`]
-/// found a keyword before an assignment, so it is anchored. Its bounds are checked in
-/// [`generic_keys`]: bounded repeats, and searching unanchored, made this pattern compile
-/// three times slower (a measurable part of every small review; see docs/benchmarks.md).
-static GENERIC_AT_RE: LazyLock<Regex> = LazyLock::new(|| {
+static GENERIC_RE: LazyLock<Regex> = LazyLock::new(|| {
     compile(concat!(
-        r"^(?i)(access|auth|api|credential|creds|key|passw(?:or)?d|pwd|secret|token)",
-        r"[a-z0-9_.-]*['\x22]?[ \t]*(?::=|=>|=|:)[ \t]*[`'\x22]?",
-        r"([A-Za-z0-9_.=+/~!@#$%^&*-]+)",
+        r"(?i)(?:access|auth|api|credential|creds|key|passw(?:or)?d|pwd|secret|token)",
+        r"[a-z0-9_.-]{0,20}['\x22]?[ \t]*(?::=|=>|=|:)[ \t]*[`'\x22]?",
+        // `{10,}` rather than `{10,150}`: a bounded repeat of 150 compiles to a large
+        // automaton; the upper bound is checked in `generic_keys`.
+        r"([A-Za-z0-9_.=+/~!@#$%^&*-]{10,})",
         r"(?:[`'\x22;,\s]|\\[nrt]|$)",
     ))
 });
-/// Name characters the pattern allows after the keyword, and the value's shortest length.
+/// Name characters the generic pattern allows after its keyword.
 const GENERIC_MAX_GAP: usize = 20;
-const GENERIC_MIN_VALUE: usize = 10;
 static AWS_SECRET_RE: LazyLock<Regex> = LazyLock::new(|| {
     compile(concat!(
         r"(?i)(?:aws|amazon)[a-z0-9_.-]{0,30}secret[a-z0-9_.-]{0,30}['\x22]?[ \t]*",
@@ -917,44 +913,28 @@ fn rest_of_line_blank(bytes: &[u8], from: usize) -> bool {
 const GENERIC_MAX_VALUE: usize = 150;
 
 fn generic_keys(text: &str, found: &mut Vec<SecretMatch>) {
-    // As an unanchored search would go: the leftmost match, then on after its value.
-    let mut at = 0;
-    for start in generic_candidates(text) {
-        if start < at {
-            continue;
-        }
-        let Some(caps) = GENERIC_AT_RE.captures(&text[start..]) else {
-            continue;
+    // One unanchored search, match after match, from the first place a match can start. (Run
+    // anchored at each candidate instead, a long value run with no end, such as `key=` ten
+    // thousand times, was scanned again from every candidate in it.)
+    let Some(mut at) = generic_candidates(text).first().copied() else {
+        return;
+    };
+    while let Some(caps) = GENERIC_RE.captures_at(text, at) {
+        let (Some(all), Some(value)) = (caps.get(0), caps.get(1)) else {
+            break;
         };
-        let (Some(keyword), Some(value)) = (caps.get(1), caps.get(2)) else {
-            continue;
-        };
-        let gap = text[start + keyword.end()..]
-            .chars()
-            .take_while(|&c| is_name_char(c))
-            .count();
-        if gap > GENERIC_MAX_GAP || value.as_str().chars().count() < GENERIC_MIN_VALUE {
-            continue;
-        }
-        let value = start + value.start()..start + value.end();
-        at = value.end.max(next_char(text, start));
-        if value.len() <= GENERIC_MAX_VALUE && plausible_generic(&text[value.clone()]) {
+        at = value.end().max(next_char(text, all.start()));
+        if value.len() <= GENERIC_MAX_VALUE && plausible_generic(value.as_str()) {
             found.push(SecretMatch {
                 rule: GENERIC,
-                range: value,
+                range: value.range(),
             });
         }
     }
 }
 
-/// A character of the generic pattern's `(?i)[a-z0-9_.-]`: case folding adds `K` (U+212A)
-/// and `ſ` (U+017F) to the ASCII letters.
-fn is_name_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '\u{212A}' | '\u{17F}')
-}
-
 /// Where the generic rule may match in `text`, in order: every start of a generic keyword
-/// that an assignment (`=`, `:`, `=>`, `:=`) follows as [`GENERIC_AT_RE`] requires (within 20
+/// that an assignment (`=`, `:`, `=>`, `:=`) follows as [`GENERIC_RE`] requires (within 20
 /// name characters, an optional quote and blanks), and every character of the name before
 /// the assignment where it holds `K` (U+212A) or `ſ`, which case folding lets stand for `k`
 /// and `s`.
@@ -1437,7 +1417,7 @@ pub(crate) mod tests {
         for re in [
             &PEM_BEGIN_RE,
             &PEM_END_RE,
-            &GENERIC_AT_RE,
+            &GENERIC_RE,
             &AWS_SECRET_RE,
             &AWS_SHAPED_RE,
             &URL_PASSWORD_RE,
@@ -1818,35 +1798,6 @@ pub(crate) mod tests {
         ])
     }
 
-    /// The generic rule as one unanchored pattern, searched match after match: what
-    /// [`generic_keys`] did before it searched only at [`generic_candidates`], and is held to.
-    static GENERIC_RE: LazyLock<Regex> = LazyLock::new(|| {
-        compile(concat!(
-            r"(?i)(?:access|auth|api|credential|creds|key|passw(?:or)?d|pwd|secret|token)",
-            r"[a-z0-9_.-]{0,20}['\x22]?[ \t]*(?::=|=>|=|:)[ \t]*[`'\x22]?",
-            r"([A-Za-z0-9_.=+/~!@#$%^&*-]{10,})",
-            r"(?:[`'\x22;,\s]|\\[nrt]|$)",
-        ))
-    });
-
-    fn generic_keys_by_one_pattern(text: &str) -> Vec<SecretMatch> {
-        let mut found = Vec::new();
-        let mut at = 0;
-        while let Some(caps) = GENERIC_RE.captures_at(text, at) {
-            let (Some(all), Some(value)) = (caps.get(0), caps.get(1)) else {
-                break;
-            };
-            at = value.end().max(next_char(text, all.start()));
-            if value.len() <= GENERIC_MAX_VALUE && plausible_generic(value.as_str()) {
-                found.push(SecretMatch {
-                    rule: GENERIC,
-                    range: value.range(),
-                });
-            }
-        }
-        found
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -1899,7 +1850,7 @@ pub(crate) mod tests {
         }
 
         #[test]
-        fn the_anchored_generic_rule_finds_what_one_pattern_finds(
+        fn every_line_the_generic_pattern_matches_is_a_keyword_line(
             pieces in prop::collection::vec(prop::sample::select(vec![
                 "key", "KEY", "Api", "token", "SeCrEt", "passwd", "password", "Pwd", "cred",
                 "credentials", "auth", "access", "ke", "y", "_", ".", "-", "x", "9", "\u{212A}",
@@ -1925,10 +1876,12 @@ pub(crate) mod tests {
                 let value = format!("{}7q", rand(ALNUM, len - 2, *seed));
                 text.push_str(&format!("{keyword}{gap}{op}{value}{end}"));
             }
-            let mut found = Vec::new();
-            generic_keys(&text, &mut found);
-            prop_assert_eq!(found, generic_keys_by_one_pattern(&text), "{:?}", text);
-            // And a line the pattern matches is a line `keyword_starts` points into.
+            // Every match starts at a candidate, and its line is one `keyword_starts` points
+            // into.
+            let candidates = generic_candidates(&text);
+            for m in GENERIC_RE.find_iter(&text) {
+                prop_assert!(candidates.contains(&m.start()), "{:?} at {}", text, m.start());
+            }
             let line_of = |at: usize| text[..at].matches('\n').count();
             let lines: Vec<usize> = keyword_starts(&text).into_iter().map(line_of).collect();
             for m in GENERIC_RE.find_iter(&text) {
