@@ -12,6 +12,7 @@
 //! - `secrets/compile_url_password/*`: compiling the URL-password pattern as shipped (open
 //!   repeats) and as it was (bounded repeats of a Unicode class), the choice in
 //!   `redact::URL_PASSWORD_PATTERN`.
+//! - `secrets/compile_generic/shipped`: compiling the generic rule's pattern.
 //! - `secrets/adversarial/*`: the secret search on texts built to make it quadratic.
 
 use std::cell::RefCell;
@@ -297,6 +298,13 @@ fn secret_benches(c: &mut Criterion) {
             b.iter(|| regex::Regex::new(black_box(pattern)).unwrap())
         });
     }
+    g.finish();
+
+    let mut g = c.benchmark_group("secrets/compile_generic");
+    g.sample_size(20);
+    g.bench_function("shipped", |b| {
+        b.iter(|| regex::Regex::new(black_box(reviewbot::redact::GENERIC_PATTERN)).unwrap())
+    });
     g.finish();
 
     // Texts built to make a secret search quadratic: a value run with no end that holds a

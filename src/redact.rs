@@ -472,16 +472,18 @@ static PEM_BEGIN_RE: LazyLock<Regex> =
     LazyLock::new(|| compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"));
 static PEM_END_RE: LazyLock<Regex> =
     LazyLock::new(|| compile(r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"));
-static GENERIC_RE: LazyLock<Regex> = LazyLock::new(|| {
-    compile(concat!(
-        r"(?i)(?:access|auth|api|credential|creds|key|passw(?:or)?d|pwd|secret|token)",
-        r"[a-z0-9_.-]{0,20}['\x22]?[ \t]*(?::=|=>|=|:)[ \t]*[`'\x22]?",
-        // `{10,}` rather than `{10,150}`: a bounded repeat of 150 compiles to a large
-        // automaton; the upper bound is checked in `generic_keys`.
-        r"([A-Za-z0-9_.=+/~!@#$%^&*-]{10,})",
-        r"(?:[`'\x22;,\s]|\\[nrt]|$)",
-    ))
-});
+/// The generic rule (gitleaks' `generic-api-key`). Compiling it is the dearest of the
+/// patterns (`cargo bench --bench pipeline -- secrets/compile_generic`), so it is compiled
+/// only for a text with a [`generic_candidates`] place.
+pub const GENERIC_PATTERN: &str = concat!(
+    r"(?i)(?:access|auth|api|credential|creds|key|passw(?:or)?d|pwd|secret|token)",
+    r"[a-z0-9_.-]{0,20}['\x22]?[ \t]*(?::=|=>|=|:)[ \t]*[`'\x22]?",
+    // `{10,}` rather than `{10,150}`: a bounded repeat of 150 compiles to a large
+    // automaton; the upper bound is checked in `generic_keys`.
+    r"([A-Za-z0-9_.=+/~!@#$%^&*-]{10,})",
+    r"(?:[`'\x22;,\s]|\\[nrt]|$)",
+);
+static GENERIC_RE: LazyLock<Regex> = LazyLock::new(|| compile(GENERIC_PATTERN));
 /// Name characters the generic pattern allows after its keyword.
 const GENERIC_MAX_GAP: usize = 20;
 static AWS_SECRET_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -510,7 +512,11 @@ const PEM_WINDOW: usize = 64 * 1024;
 
 fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
     let c = &*COMPILED;
-    let generic = mode == Mode::Detect && has_generic_candidate(text);
+    // Where the generic rule's search starts, if it can match at all.
+    let generic = match mode {
+        Mode::Detect => first_generic_candidate(text),
+        Mode::Redact => None,
+    };
     let mut found = Vec::new();
     if mode == Mode::Redact
         && let Some(known) = known_secrets()
@@ -518,7 +524,7 @@ fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
         known.find(text, &mut found);
     }
     let present = c.present(text);
-    if !generic && !present.any() {
+    if generic.is_none() && !present.any() {
         return resolve(found, mode);
     }
     let bytes = text.as_bytes();
@@ -573,8 +579,8 @@ fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
     if found.iter().any(|m| m.rule == "aws-access-token") {
         paired_aws_secrets(text, mode, &mut found);
     }
-    if generic {
-        generic_keys(text, &mut found);
+    if let Some(from) = generic {
+        generic_keys(text, from, &mut found);
     }
     resolve(found, mode)
 }
@@ -912,13 +918,13 @@ fn rest_of_line_blank(bytes: &[u8], from: usize) -> bool {
 /// The longest value the generic rule reports (gitleaks: 150).
 const GENERIC_MAX_VALUE: usize = 150;
 
-fn generic_keys(text: &str, found: &mut Vec<SecretMatch>) {
+/// The generic rule's matches in `text`, searched from `from`, the first of
+/// [`generic_candidates`] (no match starts before it).
+fn generic_keys(text: &str, from: usize, found: &mut Vec<SecretMatch>) {
     // One unanchored search, match after match, from the first place a match can start. (Run
     // anchored at each candidate instead, a long value run with no end, such as `key=` ten
     // thousand times, was scanned again from every candidate in it.)
-    let Some(mut at) = generic_candidates(text).first().copied() else {
-        return;
-    };
+    let mut at = from;
     while let Some(caps) = GENERIC_RE.captures_at(text, at) {
         let (Some(all), Some(value)) = (caps.get(0), caps.get(1)) else {
             break;
@@ -952,14 +958,14 @@ fn generic_candidates(text: &str) -> Vec<usize> {
     found
 }
 
-/// Whether [`generic_candidates`] finds any.
-fn has_generic_candidate(text: &str) -> bool {
-    let mut any = false;
-    each_generic_candidate(text, |_| {
-        any = true;
+/// The first of [`generic_candidates`], found without looking for the rest.
+fn first_generic_candidate(text: &str) -> Option<usize> {
+    let mut first = None;
+    each_generic_candidate(text, |at| {
+        first = Some(at);
         false
     });
-    any
+    first
 }
 
 /// Calls `f` with each of [`generic_candidates`], in order, while it returns true. A plain
