@@ -119,6 +119,8 @@ pub enum StoreError {
     Timeout { url: String, after: Duration },
     #[error("cannot migrate the store at {url}: {source}")]
     Migrate { url: String, source: MigrateError },
+    #[error("cannot start the store's writer: {0}")]
+    Writer(std::io::Error),
     #[error("store write failed: {0}")]
     Write(String),
     #[error("store query failed: {0}")]
@@ -151,7 +153,8 @@ impl Store {
             Db::Sqlite(pool) => {
                 let gate = Arc::new(tokio::sync::Mutex::new(()));
                 let (intake, queued) = tokio::sync::mpsc::channel(INTAKE_QUEUE);
-                tokio::spawn(queue::sqlite_writer(pool.clone(), gate.clone(), queued));
+                queue::spawn_sqlite_writer(pool.clone(), gate.clone(), queued)
+                    .map_err(StoreError::Writer)?;
                 (Some(gate), Some(intake))
             }
             Db::Postgres(_) => (None, None),

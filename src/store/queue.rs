@@ -17,8 +17,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::sqlite::SqlitePool;
-use sqlx::{Pool, Postgres, Row, Sqlite};
+use sqlx::pool::PoolConnection;
+use sqlx::sqlite::{SqliteConnection, SqlitePool};
+use sqlx::{Connection, Pool, Postgres, Row, Sqlite};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{Db, Dialect, Scope, Store, StoreError, millis, now_ms, to_i64};
@@ -689,19 +690,67 @@ pub(crate) struct Intake {
 /// Deliveries written together, at most, in one SQLite transaction.
 const BATCH: usize = 128;
 
+/// Starts [`sqlite_writer`] on a thread of its own, with a runtime of its own. A batch is
+/// five or six round trips to SQLite's connection thread; as a task among the webhook's own,
+/// each wake-up of the writer waited behind requests being verified and parsed, and the writer,
+/// not the CPU, set the intake's pace.
+pub(crate) fn spawn_sqlite_writer(
+    pool: SqlitePool,
+    gate: Arc<tokio::sync::Mutex<()>>,
+    intake: mpsc::Receiver<Intake>,
+) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    std::thread::Builder::new()
+        .name("reviewbot-store".into())
+        .spawn(move || runtime.block_on(sqlite_writer(pool, gate, intake)))?;
+    Ok(())
+}
+
 /// SQLite's one writer of deliveries: it takes whatever has queued up and writes it in one
 /// transaction (a commit a batch, not a commit a delivery), each delivery in arrival order as
 /// if alone. If the transaction fails, every delivery in it is answered with the error (its
-/// webhook gets a 5xx and is redelivered). Ends when every [`Store`] is dropped.
-pub(crate) async fn sqlite_writer(
+/// webhook gets a 5xx and is redelivered). Ends when every [`Store`] is dropped or the pool
+/// is closed.
+///
+/// It keeps one connection of the pool for itself: SQLite drops a connection's page cache
+/// whenever another connection wrote since its last transaction, so a writer that took the
+/// next idle connection for each batch read the tables' pages back from the file every time.
+/// A connection that failed is given back, and the next batch takes a fresh one.
+async fn sqlite_writer(
     pool: SqlitePool,
     gate: Arc<tokio::sync::Mutex<()>>,
     mut intake: mpsc::Receiver<Intake>,
 ) {
     let mut batch = Vec::with_capacity(BATCH);
-    while intake.recv_many(&mut batch, BATCH).await > 0 {
+    let mut closed = pool.close_event();
+    let mut held: Option<PoolConnection<Sqlite>> = None;
+    loop {
+        let received = tokio::select! {
+            n = intake.recv_many(&mut batch, BATCH) => n,
+            // A held connection would keep `close` waiting for ever.
+            () = &mut closed => 0,
+        };
+        if received == 0 {
+            break;
+        }
         let _turn = gate.lock().await;
-        match write_batch(&pool, &batch).await {
+        let written = match held.take() {
+            Some(conn) => Ok(conn),
+            None => pool.acquire().await.map_err(StoreError::from),
+        };
+        let written = match written {
+            Ok(mut conn) => {
+                let result = write_batch(&mut conn, &batch).await;
+                if result.is_ok() {
+                    held = Some(conn);
+                }
+                result
+            }
+            Err(e) => Err(e),
+        };
+        match written {
             Ok(accepted) => {
                 for (item, accepted) in batch.drain(..).zip(accepted) {
                     let _ = item.reply.send(Ok(accepted));
@@ -724,10 +773,13 @@ pub(crate) async fn sqlite_writer(
 /// ([`enqueue_in_tx`]) only for the first delivery of each PR and head, the later ones
 /// coalescing into the job it found or queued; one UPDATE for the outcomes. Each delivery's
 /// outcome is the one it would have had alone, in arrival order.
-async fn write_batch(pool: &SqlitePool, batch: &[Intake]) -> Result<Vec<Accepted>, StoreError> {
+async fn write_batch(
+    conn: &mut SqliteConnection,
+    batch: &[Intake],
+) -> Result<Vec<Accepted>, StoreError> {
     let now = now_ms();
     let started = std::time::Instant::now();
-    let mut tx = pool.begin_write().await?;
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
     let mut insert = sqlx::QueryBuilder::<Sqlite>::new(
         "INSERT INTO deliveries (id, event, action, received_at, outcome) ",
     );
@@ -910,10 +962,12 @@ mod tests {
                 }
 
                 let mut got = Vec::new();
+                let mut conn = batched_pool.acquire().await.unwrap();
                 for chunk in arrivals.chunks(split) {
                     let batch: Vec<Intake> = chunk.iter().map(|&(id, asks)| item(id, asks).0).collect();
-                    got.extend(write_batch(batched_pool, &batch).await.unwrap());
+                    got.extend(write_batch(&mut conn, &batch).await.unwrap());
                 }
+                drop(conn);
                 assert_eq!(got, expected, "outcomes of {arrivals:?} in batches of {split}");
                 assert_eq!(contents(batched_pool).await, contents(alone_pool).await);
             });
