@@ -7,6 +7,7 @@
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sqlx::migrate::{MigrateError, Migration, MigrationType, Migrator};
@@ -32,6 +33,7 @@ macro_rules! on_pool {
 
 mod queue;
 mod record;
+mod sqlite_intake;
 
 pub use queue::{Accepted, Job, JobRecord, JobState, NewDelivery};
 pub use record::{LensRunRecord, RoundRecord};
@@ -88,8 +90,10 @@ pub struct Store {
     /// write lock (its busy handler sleeps up to 100 ms a try, which a webhook's latency
     /// cannot afford). Another process on the same file still waits on the busy timeout.
     write_gate: Option<Arc<tokio::sync::Mutex<()>>>,
-    /// SQLite only: deliveries go to one writer task that commits them in batches.
-    intake: Option<tokio::sync::mpsc::Sender<queue::Intake>>,
+    /// SQLite only: deliveries go to one writer thread that commits them in batches.
+    intake: Option<tokio::sync::mpsc::Sender<sqlite_intake::Intake>>,
+    /// SQLite only: set by [`Store::close`], which stops the writer too.
+    closed: Arc<AtomicBool>,
 }
 
 #[derive(Clone)]
@@ -111,6 +115,10 @@ impl fmt::Debug for Store {
 pub enum StoreError {
     #[error("unsupported store URL {url}: expected sqlite://… or postgres://…")]
     Scheme { url: String },
+    #[error(
+        "unsupported store URL {url}: an in-memory SQLite store cannot be shared; use sqlite://FILE"
+    )]
+    InMemory { url: String },
     #[error("invalid store URL {url}: {source}")]
     Url { url: String, source: sqlx::Error },
     #[error("cannot open the store at {url}: {source}")]
@@ -123,6 +131,8 @@ pub enum StoreError {
     Writer(std::io::Error),
     #[error("store write failed: {0}")]
     Write(String),
+    #[error("store write failed: {0}")]
+    Sqlite(#[from] rusqlite::Error),
     #[error("store query failed: {0}")]
     Query(#[from] sqlx::Error),
     #[error("the store holds an unreadable {what}: {reason}")]
@@ -133,7 +143,8 @@ pub enum StoreError {
 
 impl Store {
     /// Opens (SQLite: creates on first start) the store at `url` and runs its migrations.
-    /// `sqlite://reviewbot.db`, `sqlite::memory:` (one connection), `postgres://…`.
+    /// `sqlite://reviewbot.db` or `postgres://…`. An in-memory SQLite database is refused: the
+    /// delivery writer's own connection could not see it.
     pub async fn connect(url: &str) -> Result<Store, StoreError> {
         let shown = mask_url(url);
         let db = if url.starts_with("sqlite:") {
@@ -149,12 +160,13 @@ impl Store {
             Db::Postgres(pool) => migrations.run(pool).await,
         };
         migrated.map_err(|source| StoreError::Migrate { url: shown, source })?;
+        let closed = Arc::new(AtomicBool::new(false));
         let (write_gate, intake) = match &db {
             Db::Sqlite(pool) => {
                 let gate = Arc::new(tokio::sync::Mutex::new(()));
                 let (intake, queued) = tokio::sync::mpsc::channel(INTAKE_QUEUE);
-                queue::spawn_sqlite_writer(pool.clone(), gate.clone(), queued)
-                    .map_err(StoreError::Writer)?;
+                let path = pool.connect_options().get_filename().to_owned();
+                sqlite_intake::spawn(&path, gate.clone(), closed.clone(), queued)?;
                 (Some(gate), Some(intake))
             }
             Db::Postgres(_) => (None, None),
@@ -164,6 +176,7 @@ impl Store {
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             write_gate,
             intake,
+            closed,
         })
     }
 
@@ -201,6 +214,7 @@ impl Store {
 
     /// Closes every connection; later calls fail.
     pub async fn close(&self) {
+        self.closed.store(true, Ordering::Release);
         on_pool!(&self.db, pool => pool.close().await)
     }
 }
@@ -214,22 +228,18 @@ async fn connect_sqlite(url: &str, shown: &str) -> Result<SqlitePool, StoreError
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
         // FULL: a delivery answered 2xx survives a power cut, not only a crash; one fsync a
-        // batch of deliveries (see `queue::sqlite_writer`).
+        // batch of deliveries (see `sqlite_intake`).
         .synchronous(SqliteSynchronous::Full)
         .busy_timeout(SQLITE_BUSY_TIMEOUT)
         .foreign_keys(true);
-    // An in-memory database lives as long as its one connection.
-    let in_memory = url.contains(":memory:") || url.contains("mode=memory");
-    let pool = if in_memory {
-        SqlitePoolOptions::new()
-            .max_connections(1)
-            .min_connections(1)
-            .idle_timeout(None)
-            .max_lifetime(None)
-    } else {
-        SqlitePoolOptions::new().max_connections(8)
-    };
-    pool.acquire_timeout(ACQUIRE_TIMEOUT)
+    if url.contains(":memory:") || url.contains("mode=memory") {
+        return Err(StoreError::InMemory {
+            url: shown.to_owned(),
+        });
+    }
+    SqlitePoolOptions::new()
+        .max_connections(8)
+        .acquire_timeout(ACQUIRE_TIMEOUT)
         .connect_with(options)
         .await
         .map_err(|source| StoreError::Connect {

@@ -9,23 +9,20 @@
 //!
 //! Every claim and every enqueue is one write transaction. On SQLite the writes of a process
 //! take turns (a gate, then `BEGIN IMMEDIATE`, so none hits SQLITE_BUSY), and deliveries go
-//! through one writer task that commits them in batches. PostgreSQL locks the picked job (`FOR
+//! through one writer thread that commits them in batches (`sqlite_intake`). PostgreSQL locks the picked job (`FOR
 //! UPDATE SKIP LOCKED`) and the PR's row in `pulls` (enqueue), and on both a partial unique
 //! index keeps one running job a PR whatever happens.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::pool::PoolConnection;
-use sqlx::sqlite::{SqliteConnection, SqlitePool};
-use sqlx::{Connection, Pool, Postgres, Row, Sqlite};
-use tokio::sync::{mpsc, oneshot};
+use sqlx::{Pool, Postgres, Row, Sqlite};
+use tokio::sync::oneshot;
 
+use super::sqlite_intake::{self, writer_gone};
 use super::{Db, Dialect, Scope, Store, StoreError, millis, now_ms, to_i64};
 use crate::flow::request::ReviewRequest;
 use crate::github::model::RepoName;
-use crate::ids::{DeliveryId, HeadSha, JobId, PrNumber};
+use crate::ids::{DeliveryId, JobId, PrNumber};
 
 /// Where a job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -202,23 +199,44 @@ macro_rules! holder_update {
     }};
 }
 
+/// The statements of accepting a delivery, one text for both databases and for SQLite's
+/// batch writer (`$N` placeholders, which SQLite reads as named parameters).
+pub(crate) const INSERT_DELIVERY: &str = "INSERT INTO deliveries (id, event, action, received_at, outcome) \
+     VALUES ($1, $2, $3, $4, 'stored') ON CONFLICT (id) DO NOTHING RETURNING id";
+/// A delivery's outcome once its job half ran: `$1` the delivery, `$2` the outcome, `$3` the job.
+pub(crate) const SET_OUTCOME: &str =
+    "UPDATE deliveries SET outcome = $2, job_id = $3 WHERE id = $1";
+/// Locks the PR's row until commit: concurrent enqueues for one PR take turns.
+pub(crate) const TOUCH_PULL: &str = "INSERT INTO pulls (repo, pr, last_request_at) VALUES ($1, $2, $3) \
+     ON CONFLICT (repo, pr) DO UPDATE SET last_request_at = excluded.last_request_at";
+/// The PR's queued or running job for the same head, which a non-forced request joins.
+pub(crate) const SAME_HEAD_JOB: &str = "SELECT id FROM jobs WHERE repo = $1 AND pr = $2 \
+     AND state IN ('queued', 'running') AND superseded_by IS NULL \
+     AND (head = $3 OR (head IS NULL AND $3 IS NULL)) ORDER BY id LIMIT 1";
+pub(crate) const INSERT_JOB: &str = "INSERT INTO jobs (delivery_id, repo, pr, head, forced, request, state, \
+                       run_after, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $7, $7) RETURNING id";
+/// The PR's other heads' jobs: queued ones are superseded, a running one is flagged.
+pub(crate) const SUPERSEDE_OTHER_HEADS: &str = "UPDATE jobs SET superseded_by = $3, updated_at = $5, \
+       state = CASE WHEN state = 'queued' THEN 'superseded' ELSE state END \
+     WHERE repo = $1 AND pr = $2 AND id <> $3 AND superseded_by IS NULL \
+       AND state IN ('queued', 'running') AND (head IS NULL OR head <> $4) \
+     RETURNING id, state";
+
 /// One delivery's writes inside the transaction `$tx` (the caller commits): a future of the
 /// [`Accepted`]. A macro, so that one text serves both databases' transactions. (SQLite's
-/// writer does the same for a whole batch at once: [`write_batch`].)
+/// writer does the same for a whole batch at once, with the same statements.)
 macro_rules! accept_in_tx {
     ($tx:ident, $delivery:expr, $request:expr, $payload:expr, $now:expr) => {
         async {
             let (delivery, now): (&NewDelivery, i64) = ($delivery, $now);
-            let fresh: Option<String> = sqlx::query_scalar(
-                "INSERT INTO deliveries (id, event, action, received_at, outcome) \
-                 VALUES ($1, $2, $3, $4, 'stored') ON CONFLICT (id) DO NOTHING RETURNING id",
-            )
-            .bind(delivery.id.as_str())
-            .bind(&delivery.event)
-            .bind(delivery.action.as_deref())
-            .bind(now)
-            .fetch_optional(&mut *$tx)
-            .await?;
+            let fresh: Option<String> = sqlx::query_scalar(INSERT_DELIVERY)
+                .bind(delivery.id.as_str())
+                .bind(&delivery.event)
+                .bind(delivery.action.as_deref())
+                .bind(now)
+                .fetch_optional(&mut *$tx)
+                .await?;
             if fresh.is_none() {
                 // Nothing was written.
                 return Ok(Accepted::Duplicate);
@@ -228,7 +246,7 @@ macro_rules! accept_in_tx {
             };
             let accepted =
                 enqueue_in_tx!($tx, delivery.id.as_str(), request, &payload, now).await?;
-            sqlx::query("UPDATE deliveries SET outcome = $2, job_id = $3 WHERE id = $1")
+            sqlx::query(SET_OUTCOME)
                 .bind(delivery.id.as_str())
                 .bind(accepted.outcome())
                 .bind(accepted.job().map(|j| j.0))
@@ -251,63 +269,45 @@ macro_rules! enqueue_in_tx {
             let repo = request.repo.to_string();
             let pr = to_i64(request.pr.0);
             let head = request.head.as_ref().map(|h| h.as_str());
-            // Locks the PR's row until commit: concurrent enqueues for one PR take turns.
-            sqlx::query(
-                "INSERT INTO pulls (repo, pr, last_request_at) VALUES ($1, $2, $3) \
-                 ON CONFLICT (repo, pr) DO UPDATE SET last_request_at = excluded.last_request_at",
-            )
-            .bind(&repo)
-            .bind(pr)
-            .bind(now)
-            .execute(&mut *$tx)
-            .await?;
+            sqlx::query(TOUCH_PULL)
+                .bind(&repo)
+                .bind(pr)
+                .bind(now)
+                .execute(&mut *$tx)
+                .await?;
             let same_head: Option<i64> = if request.force {
                 None
             } else {
-                sqlx::query_scalar(
-                    "SELECT id FROM jobs WHERE repo = $1 AND pr = $2 \
-                     AND state IN ('queued', 'running') AND superseded_by IS NULL \
-                     AND (head = $3 OR (head IS NULL AND $3 IS NULL)) ORDER BY id LIMIT 1",
-                )
-                .bind(&repo)
-                .bind(pr)
-                .bind(head)
-                .fetch_optional(&mut *$tx)
-                .await?
+                sqlx::query_scalar(SAME_HEAD_JOB)
+                    .bind(&repo)
+                    .bind(pr)
+                    .bind(head)
+                    .fetch_optional(&mut *$tx)
+                    .await?
             };
             if let Some(into) = same_head {
                 return Ok(Accepted::Coalesced { into: JobId(into) });
             }
-            let job: i64 = sqlx::query_scalar(
-                "INSERT INTO jobs (delivery_id, repo, pr, head, forced, request, state, \
-                                   run_after, created_at, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $7, $7) RETURNING id",
-            )
-            .bind(delivery_id)
-            .bind(&repo)
-            .bind(pr)
-            .bind(head)
-            .bind(request.force)
-            .bind(payload)
-            .bind(now)
-            .fetch_one(&mut *$tx)
-            .await?;
-            let mut superseded = Vec::new();
-            if head.is_some() {
-                let rows = sqlx::query(
-                    "UPDATE jobs SET superseded_by = $3, updated_at = $5, \
-                       state = CASE WHEN state = 'queued' THEN 'superseded' ELSE state END \
-                     WHERE repo = $1 AND pr = $2 AND id <> $3 AND superseded_by IS NULL \
-                       AND state IN ('queued', 'running') AND (head IS NULL OR head <> $4) \
-                     RETURNING id, state",
-                )
+            let job: i64 = sqlx::query_scalar(INSERT_JOB)
+                .bind(delivery_id)
                 .bind(&repo)
                 .bind(pr)
-                .bind(job)
                 .bind(head)
+                .bind(request.force)
+                .bind(payload)
                 .bind(now)
-                .fetch_all(&mut *$tx)
+                .fetch_one(&mut *$tx)
                 .await?;
+            let mut superseded = Vec::new();
+            if head.is_some() {
+                let rows = sqlx::query(SUPERSEDE_OTHER_HEADS)
+                    .bind(&repo)
+                    .bind(pr)
+                    .bind(job)
+                    .bind(head)
+                    .bind(now)
+                    .fetch_all(&mut *$tx)
+                    .await?;
                 for row in rows {
                     let state: String = row.try_get("state")?;
                     if state == JobState::Superseded.as_str() {
@@ -345,7 +345,7 @@ impl Store {
         match (&self.db, &self.intake) {
             (Db::Sqlite(_), Some(intake)) => {
                 let (reply, answer) = oneshot::channel();
-                let item = Intake {
+                let item = sqlite_intake::Intake {
                     delivery: delivery.clone(),
                     request: request.cloned(),
                     reply,
@@ -666,7 +666,7 @@ fn is_unique_violation(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
 }
 
-fn payload_of(request: Option<&ReviewRequest>) -> Result<Option<String>, StoreError> {
+pub(crate) fn payload_of(request: Option<&ReviewRequest>) -> Result<Option<String>, StoreError> {
     request
         .map(serde_json::to_string)
         .transpose()
@@ -676,197 +676,15 @@ fn payload_of(request: Option<&ReviewRequest>) -> Result<Option<String>, StoreEr
         })
 }
 
-fn writer_gone() -> StoreError {
-    StoreError::Write("the store's writer has stopped".into())
-}
-
-/// A delivery waiting for SQLite's writer.
-pub(crate) struct Intake {
-    delivery: NewDelivery,
-    request: Option<ReviewRequest>,
-    reply: oneshot::Sender<Result<Accepted, StoreError>>,
-}
-
-/// Deliveries written together, at most, in one SQLite transaction.
-const BATCH: usize = 128;
-
-/// Starts [`sqlite_writer`] on a thread of its own, with a runtime of its own. A batch is
-/// five or six round trips to SQLite's connection thread; as a task among the webhook's own,
-/// each wake-up of the writer waited behind requests being verified and parsed, and the writer,
-/// not the CPU, set the intake's pace.
-pub(crate) fn spawn_sqlite_writer(
-    pool: SqlitePool,
-    gate: Arc<tokio::sync::Mutex<()>>,
-    intake: mpsc::Receiver<Intake>,
-) -> std::io::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()?;
-    std::thread::Builder::new()
-        .name("reviewbot-store".into())
-        .spawn(move || runtime.block_on(sqlite_writer(pool, gate, intake)))?;
-    Ok(())
-}
-
-/// SQLite's one writer of deliveries: it takes whatever has queued up and writes it in one
-/// transaction (a commit a batch, not a commit a delivery), each delivery in arrival order as
-/// if alone. If the transaction fails, every delivery in it is answered with the error (its
-/// webhook gets a 5xx and is redelivered). Ends when every [`Store`] is dropped or the pool
-/// is closed.
-///
-/// It keeps one connection of the pool for itself: SQLite drops a connection's page cache
-/// whenever another connection wrote since its last transaction, so a writer that took the
-/// next idle connection for each batch read the tables' pages back from the file every time.
-/// A connection that failed is given back, and the next batch takes a fresh one.
-async fn sqlite_writer(
-    pool: SqlitePool,
-    gate: Arc<tokio::sync::Mutex<()>>,
-    mut intake: mpsc::Receiver<Intake>,
-) {
-    let mut batch = Vec::with_capacity(BATCH);
-    let mut closed = pool.close_event();
-    let mut held: Option<PoolConnection<Sqlite>> = None;
-    loop {
-        let received = tokio::select! {
-            n = intake.recv_many(&mut batch, BATCH) => n,
-            // A held connection would keep `close` waiting for ever.
-            () = &mut closed => 0,
-        };
-        if received == 0 {
-            break;
-        }
-        let _turn = gate.lock().await;
-        let written = match held.take() {
-            Some(conn) => Ok(conn),
-            None => pool.acquire().await.map_err(StoreError::from),
-        };
-        let written = match written {
-            Ok(mut conn) => {
-                let result = write_batch(&mut conn, &batch).await;
-                if result.is_ok() {
-                    held = Some(conn);
-                }
-                result
-            }
-            Err(e) => Err(e),
-        };
-        match written {
-            Ok(accepted) => {
-                for (item, accepted) in batch.drain(..).zip(accepted) {
-                    let _ = item.reply.send(Ok(accepted));
-                }
-            }
-            Err(e) => {
-                let message = e.to_string();
-                for item in batch.drain(..) {
-                    let _ = item.reply.send(Err(StoreError::Write(message.clone())));
-                }
-            }
-        }
-    }
-}
-
-/// A batch of deliveries in one transaction, with as few statements as the batch allows:
-/// each statement is a round trip to SQLite's connection thread, and those round trips, not
-/// SQLite's own work, were what a delivery cost (four or five of them, ~40 µs each, under
-/// load). So: one INSERT for every delivery of the batch; the job half
-/// ([`enqueue_in_tx`]) only for the first delivery of each PR and head, the later ones
-/// coalescing into the job it found or queued; one UPDATE for the outcomes. Each delivery's
-/// outcome is the one it would have had alone, in arrival order.
-async fn write_batch(
-    conn: &mut SqliteConnection,
-    batch: &[Intake],
-) -> Result<Vec<Accepted>, StoreError> {
-    let now = now_ms();
-    let started = std::time::Instant::now();
-    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
-    let mut insert = sqlx::QueryBuilder::<Sqlite>::new(
-        "INSERT INTO deliveries (id, event, action, received_at, outcome) ",
-    );
-    insert.push_values(batch, |mut row, item| {
-        row.push_bind(item.delivery.id.as_str())
-            .push_bind(item.delivery.event.as_str())
-            .push_bind(item.delivery.action.as_deref())
-            .push_bind(now)
-            .push_bind("stored");
-    });
-    // An id seen before, or twice in this batch, is inserted (and returned) once.
-    insert.push(" ON CONFLICT (id) DO NOTHING RETURNING id");
-    let mut fresh: HashSet<String> = insert
-        .build_query_scalar::<String>()
-        .fetch_all(&mut *tx)
-        .await?
-        .into_iter()
-        .collect();
-
-    // The job that covers each PR and head enqueued or coalesced so far in this batch.
-    let mut covering: HashMap<(RepoName, PrNumber, Option<HeadSha>), JobId> = HashMap::new();
-    let mut accepted = Vec::with_capacity(batch.len());
-    for item in batch {
-        if !fresh.remove(item.delivery.id.as_str()) {
-            accepted.push(Accepted::Duplicate);
-            continue;
-        }
-        let Some(request) = &item.request else {
-            accepted.push(Accepted::Stored);
-            continue;
-        };
-        let key = (request.repo.clone(), request.pr, request.head.clone());
-        let outcome = match covering.get(&key) {
-            Some(&into) if !request.force => Accepted::Coalesced { into },
-            _ => {
-                let payload = payload_of(Some(request))?.unwrap_or_default();
-                enqueue_in_tx!(tx, item.delivery.id.as_str(), request, &payload, now).await?
-            }
-        };
-        if let Accepted::Enqueued { job, .. } = &outcome {
-            // Its supersede ended the other heads' jobs: nothing more coalesces into them.
-            covering.retain(|k, _| k == &key || !(k.0 == key.0 && k.1 == key.1));
-            // A forced job leaves an older job of its head in place, and alone a later
-            // delivery would coalesce into the oldest: keep that one (or ask again).
-            if !request.force {
-                covering.insert(key, *job);
-            }
-        } else if let Some(into) = outcome.job() {
-            covering.insert(key, into);
-        }
-        accepted.push(outcome);
-    }
-
-    let changed: Vec<(&Intake, &Accepted)> = batch
-        .iter()
-        .zip(&accepted)
-        .filter(|(_, a)| a.job().is_some())
-        .collect();
-    if !changed.is_empty() {
-        let mut update = sqlx::QueryBuilder::<Sqlite>::new(
-            "UPDATE deliveries SET outcome = v.column2, job_id = v.column3 FROM (",
-        );
-        update.push_values(&changed, |mut row, (item, accepted)| {
-            row.push_bind(item.delivery.id.as_str())
-                .push_bind(accepted.outcome())
-                .push_bind(accepted.job().map(|j| j.0));
-        });
-        update.push(") AS v WHERE deliveries.id = v.column1");
-        update.build().execute(&mut *tx).await?;
-    }
-    let written = started.elapsed();
-    tx.commit().await?;
-    // What a batch costs, for `scripts/bench-webhook.sh --log reviewbot::store=debug`.
-    tracing::debug!(
-        deliveries = batch.len(),
-        statements_us = written.as_micros() as u64,
-        commit_us = (started.elapsed() - written).as_micros() as u64,
-        "delivery batch written"
-    );
-    Ok(accepted)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::flow::request::Reason;
+    use crate::github::model::RepoName;
+    use crate::ids::HeadSha;
+    use crate::store::sqlite_intake::{Intake, write_batch};
     use proptest::prelude::*;
+    use sqlx::SqlitePool;
 
     /// One delivery of a generated sequence: its id (from a small pool, so some repeat) and
     /// what it asks for (a PR of two, a head of three, sometimes forced, sometimes nothing).
@@ -907,30 +725,45 @@ mod tests {
         )
     }
 
-    /// Every delivery and job as stored, for comparing two databases.
-    async fn contents(
-        pool: &SqlitePool,
-    ) -> (
-        Vec<(String, String, Option<i64>)>,
-        Vec<(i64, String, Option<i64>)>,
-    ) {
-        let deliveries = sqlx::query_as("SELECT id, outcome, job_id FROM deliveries ORDER BY id")
-            .fetch_all(pool)
-            .await
-            .unwrap();
-        let jobs = sqlx::query_as("SELECT id, state, superseded_by FROM jobs ORDER BY id")
-            .fetch_all(pool)
-            .await
-            .unwrap();
-        (deliveries, jobs)
+    type Rows = Vec<Vec<Option<String>>>;
+
+    /// Every delivery, job and PR as stored (all but the times), for comparing two databases.
+    async fn contents(pool: &SqlitePool) -> [Rows; 3] {
+        let rows = |sql: &'static str| async move {
+            sqlx::query(sql)
+                .fetch_all(pool)
+                .await
+                .unwrap()
+                .iter()
+                .map(|row| {
+                    (0..row.len())
+                        .map(|i| row.try_get::<Option<String>, _>(i).unwrap())
+                        .collect()
+                })
+                .collect::<Rows>()
+        };
+        [
+            rows(
+                "SELECT id, event, action, outcome, CAST(job_id AS TEXT) \
+                  FROM deliveries ORDER BY id",
+            )
+            .await,
+            rows(
+                "SELECT CAST(id AS TEXT), delivery_id, repo, CAST(pr AS TEXT), head, \
+                  CAST(forced AS TEXT), request, state, CAST(attempts AS TEXT), \
+                  CAST(superseded_by AS TEXT), outcome FROM jobs ORDER BY id",
+            )
+            .await,
+            rows("SELECT repo, CAST(pr AS TEXT) FROM pulls ORDER BY repo, pr").await,
+        ]
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
 
-        /// The batch writer's shortcuts (one INSERT, coalescing within the batch, one UPDATE)
-        /// change nothing: each delivery's outcome and the stored rows are those of writing
-        /// the deliveries one at a time with `accept_in_tx`, as PostgreSQL does.
+        /// SQLite's batch writer (rusqlite, coalescing within the batch) changes nothing: each
+        /// delivery's outcome and the stored rows are those of writing the deliveries one at a
+        /// time through sqlx with `accept_in_tx`, as PostgreSQL does.
         #[test]
         fn a_batch_is_written_as_if_each_delivery_came_alone(
             arrivals in prop::collection::vec(arrival(), 1..30),
@@ -962,10 +795,11 @@ mod tests {
                 }
 
                 let mut got = Vec::new();
-                let mut conn = batched_pool.acquire().await.unwrap();
+                let path = batched_pool.connect_options().get_filename().to_owned();
+                let mut conn = crate::store::sqlite_intake::open(&path).unwrap();
                 for chunk in arrivals.chunks(split) {
                     let batch: Vec<Intake> = chunk.iter().map(|&(id, asks)| item(id, asks).0).collect();
-                    got.extend(write_batch(&mut conn, &batch).await.unwrap());
+                    got.extend(write_batch(&mut conn, &batch).unwrap());
                 }
                 drop(conn);
                 assert_eq!(got, expected, "outcomes of {arrivals:?} in batches of {split}");

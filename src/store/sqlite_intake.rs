@@ -1,0 +1,255 @@
+//! SQLite's one writer of deliveries. The webhook hands each verified delivery over and waits;
+//! this thread takes whatever has queued up and writes it in one transaction (one commit, so
+//! one fsync, a batch), each delivery in arrival order with the outcome it would have had
+//! alone. If the transaction fails, every delivery in it gets the error (its webhook answers
+//! 5xx, and GitHub can redeliver it).
+//!
+//! It runs on a thread of its own, on a connection of its own, with rusqlite rather than sqlx:
+//! through sqlx each statement is a round trip to the connection's thread, two context switches
+//! and more for each row it returns, and those, not SQLite's work, were most of what a delivery
+//! cost (docs/benchmarks.md). The SQL is the text the other writes use
+//! ([`super::queue::INSERT_DELIVERY`] and the rest), and a property test holds a batch's rows and
+//! outcomes to those of writing each delivery alone through sqlx.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
+use tokio::sync::{mpsc, oneshot};
+
+use super::queue::{
+    Accepted, INSERT_DELIVERY, INSERT_JOB, NewDelivery, SAME_HEAD_JOB, SET_OUTCOME,
+    SUPERSEDE_OTHER_HEADS, TOUCH_PULL, payload_of,
+};
+use super::{SQLITE_BUSY_TIMEOUT, StoreError, now_ms, to_i64};
+use crate::flow::request::ReviewRequest;
+use crate::github::model::RepoName;
+use crate::ids::{HeadSha, JobId, PrNumber};
+
+/// A delivery waiting for the writer.
+pub(crate) struct Intake {
+    pub(crate) delivery: NewDelivery,
+    pub(crate) request: Option<ReviewRequest>,
+    pub(crate) reply: oneshot::Sender<Result<Accepted, StoreError>>,
+}
+
+/// Deliveries written together, at most, in one transaction.
+const BATCH: usize = 128;
+
+/// Opens the writer's connection to the database at `path` (created and migrated already) and
+/// starts the writer. It stops when every sender is dropped, or when `closed` is set (the
+/// store was closed): then each delivery still queued is refused.
+pub(crate) fn spawn(
+    path: &Path,
+    gate: Arc<tokio::sync::Mutex<()>>,
+    closed: Arc<AtomicBool>,
+    intake: mpsc::Receiver<Intake>,
+) -> Result<(), StoreError> {
+    let conn = open(path).map_err(|e| StoreError::Write(e.to_string()))?;
+    std::thread::Builder::new()
+        .name("reviewbot-store".into())
+        .spawn(move || run(conn, &gate, &closed, intake))
+        .map_err(StoreError::Writer)?;
+    Ok(())
+}
+
+/// The connection, set as sqlx sets the pool's: every commit synced (`FULL`: a delivery answered
+/// 2xx survives a power cut), foreign keys checked, the same busy timeout.
+pub(crate) fn open(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(SQLITE_BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    conn.set_prepared_statement_cache_capacity(16);
+    Ok(conn)
+}
+
+fn run(
+    mut conn: Connection,
+    gate: &tokio::sync::Mutex<()>,
+    closed: &AtomicBool,
+    mut intake: mpsc::Receiver<Intake>,
+) {
+    let mut batch = Vec::with_capacity(BATCH);
+    while let Some(first) = intake.blocking_recv() {
+        batch.push(first);
+        while batch.len() < BATCH {
+            match intake.try_recv() {
+                Ok(item) => batch.push(item),
+                Err(_) => break,
+            }
+        }
+        if closed.load(Ordering::Acquire) {
+            for item in batch.drain(..) {
+                let _ = item.reply.send(Err(writer_gone()));
+            }
+            break;
+        }
+        let written = {
+            let _turn = gate.blocking_lock();
+            write_batch(&mut conn, &batch)
+        };
+        match written {
+            Ok(accepted) => {
+                for (item, accepted) in batch.drain(..).zip(accepted) {
+                    let _ = item.reply.send(Ok(accepted));
+                }
+            }
+            Err(e) => {
+                let message = e.to_string();
+                for item in batch.drain(..) {
+                    let _ = item.reply.send(Err(StoreError::Write(message.clone())));
+                }
+            }
+        }
+    }
+}
+
+pub(crate) fn writer_gone() -> StoreError {
+    StoreError::Write("the store's writer has stopped".into())
+}
+
+/// A batch in one transaction. The one shortcut: a later delivery for a PR and head that an
+/// earlier one in the batch enqueued or coalesced into joins that job without asking the
+/// database again (what the database would have answered).
+pub(crate) fn write_batch(
+    conn: &mut Connection,
+    batch: &[Intake],
+) -> Result<Vec<Accepted>, StoreError> {
+    let now = now_ms();
+    let started = std::time::Instant::now();
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    // The job that covers each PR and head enqueued or coalesced so far in this batch.
+    let mut covering: HashMap<(RepoName, PrNumber, Option<HeadSha>), JobId> = HashMap::new();
+    let mut accepted = Vec::with_capacity(batch.len());
+    for item in batch {
+        let d = &item.delivery;
+        if !insert_delivery(&tx, d, now)? {
+            accepted.push(Accepted::Duplicate);
+            continue;
+        }
+        let Some(request) = &item.request else {
+            accepted.push(Accepted::Stored);
+            continue;
+        };
+        let key = (request.repo.clone(), request.pr, request.head.clone());
+        let outcome = match covering.get(&key) {
+            Some(&into) if !request.force => Accepted::Coalesced { into },
+            _ => {
+                let payload = payload_of(Some(request))?.unwrap_or_default();
+                enqueue(&tx, d.id.as_str(), request, &payload, now)?
+            }
+        };
+        if let Accepted::Enqueued { job, .. } = &outcome {
+            // Its supersede ended the other heads' jobs: nothing more coalesces into them.
+            covering.retain(|k, _| k == &key || !(k.0 == key.0 && k.1 == key.1));
+            // A forced job leaves an older job of its head in place, and alone a later
+            // delivery would coalesce into the oldest: keep that one (or ask again).
+            if !request.force {
+                covering.insert(key, *job);
+            }
+        } else if let Some(into) = outcome.job() {
+            covering.insert(key, into);
+        }
+        tx.prepare_cached(SET_OUTCOME)?
+            .execute(rusqlite::named_params! {
+                "$1": d.id.as_str(),
+                "$2": outcome.outcome(),
+                "$3": outcome.job().map(|j| j.0),
+            })?;
+        accepted.push(outcome);
+    }
+    let written = started.elapsed();
+    tx.commit()?;
+    // What a batch costs, for `scripts/bench-webhook.sh --log reviewbot::store=debug`.
+    tracing::debug!(
+        deliveries = batch.len(),
+        statements_us = written.as_micros() as u64,
+        commit_us = (started.elapsed() - written).as_micros() as u64,
+        "delivery batch written"
+    );
+    Ok(accepted)
+}
+
+/// Whether the delivery is new (a row was inserted).
+fn insert_delivery(tx: &Transaction<'_>, d: &NewDelivery, now: i64) -> rusqlite::Result<bool> {
+    tx.prepare_cached(INSERT_DELIVERY)?
+        .query_row(
+            rusqlite::named_params! {
+                "$1": d.id.as_str(),
+                "$2": d.event,
+                "$3": d.action,
+                "$4": now,
+            },
+            |_| Ok(()),
+        )
+        .optional()
+        .map(|row| row.is_some())
+}
+
+/// The job half, as `enqueue_in_tx!` does it through sqlx, with the same statements.
+fn enqueue(
+    tx: &Transaction<'_>,
+    delivery_id: &str,
+    request: &ReviewRequest,
+    payload: &str,
+    now: i64,
+) -> Result<Accepted, StoreError> {
+    let repo = request.repo.to_string();
+    let pr = to_i64(request.pr.0);
+    let head = request.head.as_ref().map(|h| h.as_str());
+    tx.prepare_cached(TOUCH_PULL)?
+        .execute(rusqlite::named_params! { "$1": repo, "$2": pr, "$3": now })?;
+    if !request.force {
+        let same_head: Option<i64> = tx
+            .prepare_cached(SAME_HEAD_JOB)?
+            .query_row(
+                rusqlite::named_params! { "$1": repo, "$2": pr, "$3": head },
+                |row| row.get(0),
+            )
+            .optional()?;
+        if let Some(into) = same_head {
+            return Ok(Accepted::Coalesced { into: JobId(into) });
+        }
+    }
+    let job: i64 = tx.prepare_cached(INSERT_JOB)?.query_row(
+        rusqlite::named_params! {
+            "$1": delivery_id,
+            "$2": repo,
+            "$3": pr,
+            "$4": head,
+            "$5": request.force,
+            "$6": payload,
+            "$7": now,
+        },
+        |row| row.get(0),
+    )?;
+    let mut superseded = Vec::new();
+    if head.is_some() {
+        let mut stmt = tx.prepare_cached(SUPERSEDE_OTHER_HEADS)?;
+        let mut rows = stmt.query(rusqlite::named_params! {
+            "$1": repo,
+            "$2": pr,
+            "$3": job,
+            "$4": head,
+            "$5": now,
+        })?;
+        while let Some(row) = rows.next()? {
+            let state: String = row.get(1)?;
+            if state == super::JobState::Superseded.as_str() {
+                superseded.push(JobId(row.get(0)?));
+            }
+        }
+        superseded.sort();
+    }
+    Ok(Accepted::Enqueued {
+        job: JobId(job),
+        superseded,
+    })
+}
