@@ -14,6 +14,8 @@
 //!   `redact::URL_PASSWORD_PATTERN`.
 //! - `secrets/compile_generic/shipped`: compiling the generic rule's pattern.
 //! - `secrets/adversarial/*`: the secret search on texts built to make it quadratic.
+//! - `intake/*`: what `POST /webhook` does to the real 28 KB `pull_request` payload before the
+//!   store: the signature check and the parse into our own event.
 
 use std::cell::RefCell;
 use std::hint::black_box;
@@ -326,12 +328,34 @@ fn secret_benches(c: &mut Criterion) {
     g.finish();
 }
 
+fn intake_benches(c: &mut Criterion) {
+    use reviewbot::github::events::Event;
+    use reviewbot::server::WebhookSecrets;
+    let body = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/github-webhooks/pull_request/opened.payload.json"),
+    )
+    .expect("the pull_request fixture");
+    let secrets = WebhookSecrets::new(["bench-secret"]).unwrap();
+    let signature = secrets.sign(&body);
+    let mut g = c.benchmark_group("intake");
+    g.throughput(Throughput::Bytes(body.len() as u64));
+    g.bench_function("verify", |b| {
+        b.iter(|| secrets.verify(black_box(signature.as_bytes()), black_box(&body)))
+    });
+    g.bench_function("parse", |b| {
+        b.iter(|| Event::parse("pull_request", black_box(&body)).unwrap())
+    });
+    g.finish();
+}
+
 criterion_group!(
     benches,
     diff_benches,
     plan_benches,
     panel_benches,
-    secret_benches
+    secret_benches,
+    intake_benches
 );
 
 fn main() {

@@ -11,7 +11,11 @@
 # answers (they must be equal); for both, the CPU a request of the receiver and of wrk, and the
 # share of the machine left idle during the measured run.
 #
-#   scripts/bench-webhook.sh [--only node|reviewbot] [--duration 20s] [--threads 2] [--log FILTER]
+#   scripts/bench-webhook.sh [--only node|reviewbot] [--duration 20s] [--threads 2] [--log FILTER] [--pin]
+#
+# --pin gives each side a core of its own: wrk on CPU 0, the receiver on CPU 1 (taskset). The
+# octokit receiver runs on one thread either way; pinned, reviewbot gets the same one core, so
+# the ratio is per core rather than per machine.
 #
 # --log sets reviewbot's RUST_LOG (default `warn`) and keeps its log as
 # target/bench/webhook-serve.log; with `reviewbot::store=debug` it also prints the median
@@ -29,12 +33,15 @@ duration=20s
 threads=2
 connections=32
 log_filter=warn
+pin_load=()
+pin_receiver=()
 while [[ $# -gt 0 ]]; do
     case $1 in
     --only) only=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --log) log_filter=$2; shift 2 ;;
+    --pin) pin_load=(taskset -c 0); pin_receiver=(taskset -c 1); shift ;;
     *) echo "bench-webhook: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -132,11 +139,11 @@ EOF
 drive() { # NAME URL PID
     local name=$1 url=$2 pid=$3 idle warm result peak
     idle=$(rss_kb "$pid" VmRSS)
-    warm=$(wrk -t"$threads" -c"$connections" -d3s -s "$scratch/delivery.lua" "$url" -- warm | sed -n 's/^RESULT //p')
+    warm=$("${pin_load[@]}" wrk -t"$threads" -c"$connections" -d3s -s "$scratch/delivery.lua" "$url" -- warm | sed -n 's/^RESULT //p')
     cpu0=$(cpu_ticks "$pid")
     read -r -a machine0 < <(machine_ticks)
     result=$(/usr/bin/time -f '%U %S' -o "$scratch/wrk.cpu" \
-        wrk -t"$threads" -c"$connections" -d"$duration" -s "$scratch/delivery.lua" "$url" -- run | sed -n 's/^RESULT //p')
+        "${pin_load[@]}" wrk -t"$threads" -c"$connections" -d"$duration" -s "$scratch/delivery.lua" "$url" -- run | sed -n 's/^RESULT //p')
     read -r -a machine1 < <(machine_ticks)
     cpu1=$(cpu_ticks "$pid")
     peak=$(rss_kb "$pid" VmHWM)
@@ -185,7 +192,7 @@ http.createServer(async (req, res) => {
 }).listen(Number(process.env.PORT), "127.0.0.1");
 EOF
     port=$(free_port)
-    (cd "$scratch" && SECRET=$secret PORT=$port exec node receiver.mjs) &
+    (cd "$scratch" && SECRET=$secret PORT=$port exec "${pin_receiver[@]}" node receiver.mjs) &
     node_pid=$!
     pids+=("$node_pid")
     wait_healthy "http://127.0.0.1:$port/healthz" "$node_pid"
@@ -222,7 +229,7 @@ EOF
         REVIEWBOT_WEBHOOK_SECRET=$secret REVIEWBOT_CONFIG=$scratch/reviewbot.toml \
         REVIEWBOT_APP_ID=1 REVIEWBOT_PRIVATE_KEY_PATH=$scratch/app.pem \
         GITHUB_API_URL=http://127.0.0.1:9 RUST_LOG=$log_filter \
-        exec "$bin" serve >"$scratch/serve.log" 2>&1) &
+        exec "${pin_receiver[@]}" "$bin" serve >"$scratch/serve.log" 2>&1) &
     serve_pid=$!
     pids+=("$serve_pid")
     wait_healthy "http://127.0.0.1:$port/healthz" "$serve_pid" || { tail -20 "$scratch/serve.log" >&2; exit 1; }
@@ -264,5 +271,5 @@ fi
 
 echo
 echo "machine: $(nproc) cores, $(uname -m), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "load: wrk -t$threads -c$connections -d$duration, $(wc -c <"$payload") B signed pull_request (opened), unique X-GitHub-Delivery"
+echo "load: wrk -t$threads -c$connections -d$duration, $(wc -c <"$payload") B signed pull_request (opened), unique X-GitHub-Delivery${pin_load[*]:+, pinned: wrk on CPU 0, the receiver on CPU 1}"
 for r in "${results[@]}"; do echo "$r"; done
