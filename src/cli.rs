@@ -379,6 +379,7 @@ fn pr_request(args: &ReviewArgs) -> Result<ReviewRequest, CliError> {
         force: args.again,
         post: args.post,
         lenses: args.common.lenses.clone(),
+        ask: None,
     })
 }
 

@@ -180,11 +180,15 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
     let label_asked = gate::trigger_label_on(&pull.labels, &out.review);
     let commanded = matches!(req.reason, Reason::Command { .. });
     let force = req.force || commanded || label_asked;
-    // Which groups still need a round on this head.
+    // Which groups still need a round on this head. An ask that a round answered already (a
+    // job run again after its round landed) forces nothing.
     let mut todo = Vec::new();
+    let mut answered = false;
     for (lens, history) in groups.iter().zip(&histories) {
+        let asked_again = req.ask.as_ref().is_some_and(|ask| history.answered(ask));
+        answered |= asked_again;
         match history.reviewed(&head) {
-            Some(done) if !force => {
+            Some(done) if !force || asked_again => {
                 let mut report = skipped(SkipReason::AlreadyReviewed, &head);
                 report.round = Some(done.round);
                 report.held_verdict = Some(done.verdict);
@@ -200,6 +204,14 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
         }
     }
     if todo.is_empty() {
+        // The round landed before the label came off: take it off now.
+        if label_asked
+            && answered
+            && let Some(n) =
+                post::remove_trigger_label(ctx, &req.repo, req.pr, &out.review.trigger_label).await
+        {
+            out.notices.push(n);
+        }
         return Ok(out);
     }
     let run_lenses: Vec<LensSpec> = match per_lens {
@@ -268,6 +280,7 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
         let mut report = Report {
             head: Some(head.clone()),
             round: Some(history.last_round() + 1),
+            ask: req.ask.clone(),
             findings: settled.post,
             carried_over: settled.carried,
             lenses: provenance,

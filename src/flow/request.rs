@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::github::model::RepoName;
-use crate::ids::{HeadSha, InstallationId, PrNumber};
+use crate::ids::{DeliveryId, HeadSha, InstallationId, PrNumber};
 
 /// Why a round was asked for. Stored with a queued job, so it serialises.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,4 +52,9 @@ pub struct ReviewRequest {
     pub post: bool,
     /// Lenses named on the command line (they win over every config); empty for the App.
     pub lenses: Vec<String>,
+    /// The delivery that asked for this round (App jobs; set by the worker). Its round's marker
+    /// names it, so a job run again after a crash sees that its round landed already, even
+    /// when the ask (a command, the trigger label) would force a new one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask: Option<DeliveryId>,
 }

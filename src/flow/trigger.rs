@@ -54,6 +54,7 @@ fn pull_request(e: &PullRequestEvent) -> Option<ReviewRequest> {
         force: false,
         post: true,
         lenses: Vec::new(),
+        ask: None,
     })
 }
 
@@ -73,6 +74,7 @@ fn comment(e: &IssueCommentEvent) -> Option<ReviewRequest> {
         force: false,
         post: true,
         lenses: Vec::new(),
+        ask: None,
     })
 }
 

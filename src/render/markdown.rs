@@ -172,6 +172,7 @@ fn marker(report: &Report, opts: &BodyOptions<'_>) -> Option<String> {
             verdict: report.verdict(),
             findings,
             lens,
+            ask: report.ask.clone(),
         }
         .render(),
     )

@@ -60,6 +60,8 @@ pub struct NotReviewed {
 pub struct Report {
     pub head: Option<crate::ids::HeadSha>,
     pub round: Option<u32>,
+    /// The delivery that asked for this round (App jobs), named in its marker.
+    pub ask: Option<crate::ids::DeliveryId>,
     pub posted: bool,
     /// Why no round ran (`opt_out`, `already_reviewed`, `draft`, …).
     pub skipped: Option<gate::SkipReason>,
@@ -81,6 +83,7 @@ impl Report {
         Report {
             head: None,
             round: None,
+            ask: None,
             posted: false,
             skipped: None,
             findings: Vec::new(),

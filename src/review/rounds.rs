@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::diff::{Diff, Side};
 use crate::github::model::{Review, ReviewComment, User};
-use crate::ids::HeadSha;
+use crate::ids::{DeliveryId, HeadSha};
 use crate::review::finding::{Finding, fingerprint};
 use crate::review::{Severity, Verdict};
 
@@ -43,6 +43,8 @@ pub struct RoundMarker {
     pub verdict: Verdict,
     pub findings: Vec<String>,
     pub lens: Option<String>,
+    /// The delivery that asked for the round (App jobs).
+    pub ask: Option<DeliveryId>,
 }
 
 const MARKER_OPEN: &str = "<!-- reviewbot ";
@@ -60,6 +62,9 @@ impl RoundMarker {
         );
         if let Some(lens) = &self.lens {
             s.push_str(&format!(" lens={lens}"));
+        }
+        if let Some(ask) = &self.ask {
+            s.push_str(&format!(" ask={ask}"));
         }
         s.push_str(" -->");
         s
@@ -96,6 +101,7 @@ impl RoundMarker {
                 .map(str::to_owned)
                 .collect(),
             lens: fields.get("lens").map(|l| (*l).to_owned()),
+            ask: fields.get("ask").and_then(|a| DeliveryId::parse(a)),
         })
     }
 }
@@ -252,6 +258,11 @@ impl History {
     }
 
     /// The round that already reviewed `head`, if one did.
+    /// Whether a round of ours answered the delivery `ask` already.
+    pub fn answered(&self, ask: &DeliveryId) -> bool {
+        self.rounds.iter().any(|(_, m)| m.ask.as_ref() == Some(ask))
+    }
+
     pub fn reviewed(&self, head: &HeadSha) -> Option<&RoundMarker> {
         self.rounds
             .iter()
@@ -471,6 +482,7 @@ mod tests {
             },
             findings: findings.iter().map(|s| (*s).to_owned()).collect(),
             lens: None,
+            ask: None,
         }
         .render()
     }
@@ -502,9 +514,16 @@ mod tests {
             },
             findings: vec!["0123456789abcdef".into(), "fedcba9876543210".into()],
             lens: Some("claude".into()),
+            ask: DeliveryId::parse("72d3162e-cc78-11e3-81ab-4c9367dc0958"),
         };
         let body = format!("Round 3 — reviewed head ec26c3e5\n\n{}\n", m.render());
         assert_eq!(RoundMarker::find(&body), Some(m));
+        // An ask that is not a delivery id is dropped; the round still counts.
+        let odd = body.replace("ask=72d3162e", "ask=<b>72d3162e");
+        assert_eq!(
+            RoundMarker::find(&odd).map(|m| (m.round, m.ask)),
+            Some((3, None))
+        );
         assert_eq!(RoundMarker::find("<!-- reviewbot round=x head=1 -->"), None);
         assert_eq!(
             RoundMarker::find("<!-- reviewbot round=2 head=abc verdict=1,0 findings= -->"),

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::config::Config;
+use crate::flow::request::ReviewRequest;
 use crate::flow::{self, FlowCtx, FlowOutcome};
 use crate::github::app::GithubApp;
 use crate::github::client::ClientLimits;
@@ -113,7 +114,12 @@ impl JobRunner for FlowRunner {
             panel: &self.panel,
             observer: &NoProgress,
         };
-        match flow::review_pr(&ctx, &job.request).await {
+        // The round's marker names the delivery that asked for it (see `ReviewRequest::ask`).
+        let request = ReviewRequest {
+            ask: job.delivery.clone(),
+            ..job.request.clone()
+        };
+        match flow::review_pr(&ctx, &request).await {
             Ok(outcome) => {
                 for notice in &outcome.notices {
                     tracing::info!(notice = %notice, "round");

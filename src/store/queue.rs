@@ -709,6 +709,7 @@ mod tests {
             force,
             post: true,
             lenses: Vec::new(),
+            ask: None,
         });
         let delivery = NewDelivery {
             id: DeliveryId::parse(&format!("d-{id}")).unwrap(),

@@ -172,6 +172,9 @@ pub enum Fault {
     Truncated,
     /// Read the request and never answer (the connection stays open until the client gives up).
     Hang,
+    /// Handle the request (store what it writes), then never answer: the write landed, and the
+    /// client is still waiting when its process dies.
+    ApplyThenHang,
 }
 
 impl Fault {

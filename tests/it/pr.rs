@@ -827,6 +827,7 @@ mod flow {
             force: false,
             post: true,
             lenses: Vec::new(),
+            ask: None,
         };
         review_pr(&ctx, &req).await.expect("flow")
     }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::fake_github::{FakeGithub, FileSpec, KeyForm, PrSpec, sha, test_key};
+use crate::fake_github::{FakeGithub, Fault, FileSpec, KeyForm, PrSpec, sha, test_key};
 
 const APP_ID: u64 = 4242;
 const SLUG: &str = "reviewbot-test";
@@ -486,26 +486,29 @@ async fn the_review_command_needs_write_access() {
     fake.set_role(REPO, "writer", "write");
     let site = Site::new("");
     let serve = Serve::start(&site, &fake);
-    let mut comment = payload(
-        "issue_comment",
-        "created.with-installation.payload.json",
-        &sha("head"),
-    );
-    comment["comment"]["body"] = json!("/reviewbot review");
-    comment["comment"]["user"]["login"] = json!("reader");
-    comment["sender"]["login"] = json!("reader");
-    comment["issue"]["pull_request"] = json!({"url": "x"});
-    deliver(&serve, "issue_comment", "c-1", &comment, SECRET).await;
+    review_command(&serve, "c-1", "reader").await;
     settled(&site, &serve).await;
     assert!(
         fake.reviews(REPO, PR).is_empty(),
         "a reader's command was obeyed"
     );
 
-    comment["comment"]["user"]["login"] = json!("writer");
-    comment["sender"]["login"] = json!("writer");
-    deliver(&serve, "issue_comment", "c-2", &comment, SECRET).await;
+    review_command(&serve, "c-2", "writer").await;
     reviews_reach(&fake, PR, 1, &serve).await;
+}
+
+/// A `/reviewbot review` comment by `user` on PR #7, delivered as `id`.
+async fn review_command(serve: &Serve, id: &str, user: &str) -> u16 {
+    let mut comment = payload(
+        "issue_comment",
+        "created.with-installation.payload.json",
+        &sha("head"),
+    );
+    comment["comment"]["body"] = json!("/reviewbot review");
+    comment["comment"]["user"]["login"] = json!(user);
+    comment["sender"]["login"] = json!(user);
+    comment["issue"]["pull_request"] = json!({"url": "x"});
+    deliver(serve, "issue_comment", id, &comment, SECRET).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -588,6 +591,37 @@ async fn sigkill_while_a_lens_is_slow_then_a_restart_posts_exactly_once() {
     settled(&site, &serve).await;
     assert_eq!(fake.reviews(REPO, PR).len(), 1, "posted once");
     assert_eq!(runs(&site), 2, "the lens ran again after the crash");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_asked_for_round_that_landed_just_before_a_crash_is_not_posted_again() {
+    let fake = world();
+    fake.set_role(REPO, "writer", "write");
+    let site = Site::new("");
+    site.set_config("[serve]\nworkers = 1\nlease = \"2s\"\n");
+    let mut serve = Serve::start(&site, &fake);
+    round_one(&fake, &site, &serve, "o-1").await;
+
+    // The command's round lands on GitHub, and the process dies before the answer comes back.
+    let reviews = format!("/repos/{REPO}/pulls/{PR}/reviews");
+    fake.fail_next(("POST", reviews.as_str()), Fault::ApplyThenHang, 1);
+    assert_eq!(review_command(&serve, "c-1", "writer").await / 100, 2);
+    reviews_reach(&fake, PR, 2, &serve).await;
+    serve.signal_and_wait(nix::sys::signal::Signal::SIGKILL, Duration::from_secs(5));
+
+    // The restarted worker takes the job over once its lease expires: the command's round is
+    // on the PR already, so it posts nothing more.
+    let serve = Serve::start(&site, &fake);
+    settled(&site, &serve).await;
+    assert_eq!(
+        fake.reviews(REPO, PR).len(),
+        2,
+        "the asked-for round was posted twice"
+    );
+
+    // A new command is a new ask: it gets its round.
+    assert_eq!(review_command(&serve, "c-2", "writer").await / 100, 2);
+    reviews_reach(&fake, PR, 3, &serve).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -168,6 +168,7 @@ fn request(pr: u64, head: char, force: bool) -> ReviewRequest {
         force,
         post: true,
         lenses: Vec::new(),
+        ask: None,
     }
 }
 

@@ -152,6 +152,10 @@ async fn handle(State(world): State<Shared>, req: Request) -> Response {
         }
         Some(Fault::Truncated) => truncate(dispatch(&world, &ctx)).await,
         Some(Fault::Hang) => std::future::pending::<Response>().await,
+        Some(Fault::ApplyThenHang) => {
+            let _applied = dispatch(&world, &ctx);
+            std::future::pending::<Response>().await
+        }
         Some(Fault::Status(status, body)) => match body {
             Some(b) => json_response(status, &b),
             None => default_error(status),
