@@ -129,11 +129,12 @@ pub async fn serve(config: Config, env: ServeEnv) -> anyhow::Result<()> {
 
     let http = {
         let stop = stop.clone();
-        tokio::spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await
-        })
+        tokio::spawn(server::http::serve(
+            listener,
+            router,
+            server::http::HEADER_DEADLINE,
+            stop.cancelled_owned(),
+        ))
     };
     shutdown_signal().await;
     tracing::info!("stopping: no new deliveries or jobs; finishing the rounds in hand");

@@ -481,9 +481,18 @@ async fn a_store_failure_is_a_5xx_github_can_redeliver() {
 
 /// The router served on 127.0.0.1:0, as `reviewbot serve` serves it.
 async fn serve(app: Router) -> std::net::SocketAddr {
+    serve_with(app, reviewbot::server::http::HEADER_DEADLINE).await
+}
+
+async fn serve_with(app: Router, header_deadline: Duration) -> std::net::SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    tokio::spawn(reviewbot::server::http::serve(
+        listener,
+        app,
+        header_deadline,
+        std::future::pending(),
+    ));
     addr
 }
 
@@ -706,4 +715,53 @@ async fn logs_carry_the_delivery_id_and_never_a_body_signature_or_secret() {
     ] {
         assert!(!logged.contains(secret), "{secret} leaked into\n{logged}");
     }
+}
+
+#[tokio::test]
+async fn trickled_headers_are_cut_off_and_hold_up_no_other_delivery() {
+    let s = setup();
+    let addr = serve_with(s.app.clone(), Duration::from_millis(800)).await;
+    let started = Instant::now();
+    let (mut slow, mut write) = TcpStream::connect(addr).await.unwrap().into_split();
+    tokio::spawn(async move {
+        for byte in b"POST /webhook HTTP/1.1\r\nhost: x\r\nx-github-event: ping\r\n" {
+            if write.write_all(&[*byte]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+
+    // While the headers trickle in, another delivery is answered at once.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let other = Instant::now();
+    let body = fixture("pull_request/opened.payload.json");
+    assert_eq!(post_tcp(addr, "pull_request", GUID, body).await, 202);
+    assert!(
+        other.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        other.elapsed()
+    );
+
+    // The trickle's connection is closed at the header deadline, not when its headers end.
+    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+        let mut buf = [0u8; 1024];
+        while let Ok(n) = slow.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "the trickled connection is still open");
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(700) && elapsed < Duration::from_secs(3),
+        "{elapsed:?}"
+    );
+    assert_eq!(
+        s.intake.stored().len(),
+        1,
+        "only the whole delivery was stored"
+    );
 }
