@@ -1334,3 +1334,50 @@ fn text_from_bytes_is_from_utf8_lossy() {
         assert_eq!(lossy, std::str::from_utf8(bytes).is_err());
     }
 }
+
+proptest::proptest! {
+    /// Decoded in halves cut after a newline, invalid input is what `from_utf8_lossy` makes of
+    /// the whole, wherever the cut falls among bad and truncated sequences.
+    #[test]
+    fn lossy_halves_decode_as_the_whole(
+        pieces in proptest::collection::vec(
+            proptest::sample::select(vec![
+                &b"a"[..], b"\n", b"\xe9", b"\xe2\x82", b"\xe2\x82\xac", b"\xf0\x9f\x98",
+                b"\xf0\x9f\x98\x80", b"\xc3", b"\xc3\xa9", b"\xff", b"\x80", b"\xed\xa0\x80",
+            ]),
+            0..200,
+        )
+    ) {
+        let bytes: Vec<u8> = pieces.concat();
+        let whole = String::from_utf8_lossy(&bytes);
+        for (i, _) in bytes.iter().enumerate().filter(|(_, b)| **b == b'\n') {
+            let (first, second) = bytes.split_at(i + 1);
+            let mut text = super::decode_lossy(first, String::new());
+            text.push_str(&super::decode_lossy(second, String::new()));
+            proptest::prop_assert_eq!(&text, &whole);
+        }
+        proptest::prop_assert_eq!(super::decode_lossy(&bytes, String::new()), whole.clone());
+    }
+}
+
+#[test]
+fn big_invalid_input_is_cut_just_after_a_newline() {
+    // A cut inside a sequence would change the text: the rule is what keeps the halves right.
+    let euro = "\u{20ac}".as_bytes();
+    let mut cut_inside = super::decode_lossy(&euro[..1], String::new());
+    cut_inside.push_str(&super::decode_lossy(&euro[1..], String::new()));
+    assert_ne!(cut_inside, "\u{20ac}");
+
+    let line = b"caf\xe9 \xe2\x82\xac cr\xe8me \xf0\x9f\x98\n";
+    let bytes = line.repeat(crate::par::PARALLEL_FROM_BYTES / line.len() + 1);
+    match super::lossy_cut(&bytes) {
+        Some(mid) => {
+            assert_eq!(bytes[mid - 1], b'\n');
+            assert!(mid >= bytes.len() / 2);
+        }
+        None => assert_eq!(crate::par::threads(), 1),
+    }
+    let (text, lossy) = super::text_from_bytes(bytes.clone());
+    assert!(lossy);
+    assert_eq!(text, String::from_utf8_lossy(&bytes));
+}
