@@ -302,38 +302,24 @@ impl Diff {
 /// sequence becomes U+FFFD, as in `String::from_utf8_lossy`, so every line keeps its place
 /// and the rest of its bytes. Valid input is not copied; invalid input is decoded in runs
 /// (`from_utf8` between the bad bytes is several times faster than a chunk iterator), a big
-/// one in two halves side by side (see [`lossy_cut`]).
+/// one in two halves side by side, cut at a line start: a newline ends every sequence before
+/// it (a bad one included), so the halves decode as the whole does.
 pub fn text_from_bytes(bytes: Vec<u8>) -> (String, bool) {
     let bytes = match String::from_utf8(bytes) {
         Ok(text) => return (text, false),
         Err(e) => e.into_bytes(),
     };
     let capacity = bytes.len() + bytes.len() / 16;
-    let Some(mid) = lossy_cut(&bytes) else {
+    let Some(mid) = crate::par::cut_at_line(&bytes, b"") else {
         return (decode_lossy(&bytes, String::with_capacity(capacity)), true);
     };
     let (first, second) = bytes.split_at(mid);
-    let text = std::thread::scope(|scope| {
-        let second = scope.spawn(|| decode_lossy(second, String::with_capacity(capacity / 2)));
-        let mut text = decode_lossy(first, String::with_capacity(capacity));
-        match second.join() {
-            Ok(rest) => text.push_str(&rest),
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
-        text
-    });
+    let (mut text, rest) = crate::par::join(
+        || decode_lossy(first, String::with_capacity(capacity)),
+        || decode_lossy(second, String::with_capacity(capacity / 2)),
+    );
+    text.push_str(&rest);
     (text, true)
-}
-
-/// Where big invalid input is cut in two for decoding: just after the first `\n` from the
-/// middle on. A newline ends every sequence before it (a bad one included), so the halves
-/// decode as the whole does.
-fn lossy_cut(bytes: &[u8]) -> Option<usize> {
-    if bytes.len() < crate::par::PARALLEL_FROM_BYTES || crate::par::threads() < 2 {
-        return None;
-    }
-    let half = bytes.len() / 2;
-    memchr::memchr(b'\n', &bytes[half..]).map(|i| half + i + 1)
 }
 
 /// `bytes` decoded as `String::from_utf8_lossy` does, appended to `out`.

@@ -65,7 +65,10 @@ fn snippet(bytes: &[u8]) -> String {
 }
 
 pub(super) fn parse_diff(text: String) -> Result<Diff, ParseError> {
-    if let Some(files) = split_at(&text).and_then(|mid| parse_split(&text, mid)) {
+    // Cut at a `diff --git` line, which starts a file wherever it stands (no hunk or header
+    // line can begin with it), so each half parses as it would in the whole.
+    let cut = crate::par::cut_at_line(text.as_bytes(), b"diff --git ");
+    if let Some(files) = cut.and_then(|mid| parse_split(&text, mid)) {
         return Ok(Diff { text, files });
     }
     let files = parse_files(&text).map_err(|mut e| {
@@ -153,27 +156,13 @@ impl<'t> Cursor<'t> {
     }
 }
 
-/// Where a big diff is cut in two to parse its halves side by side: the start of the first
-/// `diff --git` line from the middle on. Such a line starts a file wherever it stands (no hunk
-/// or header line can begin with it), so each half parses as it would in the whole.
-fn split_at(text: &str) -> Option<usize> {
-    if text.len() < crate::par::PARALLEL_FROM_BYTES || crate::par::threads() < 2 {
-        return None;
-    }
-    let half = text.len() / 2;
-    memchr::memmem::find(&text.as_bytes()[half..], b"\ndiff --git ").map(|i| half + i + 1)
-}
-
 /// The files of `text` parsed in two halves at `mid`, one on another thread; `None` if either
 /// half fails (the whole is then parsed again alone, for the error's line number).
 fn parse_split(text: &str, mid: usize) -> Option<Vec<FileDiff>> {
-    let (first, second) = std::thread::scope(|scope| {
-        let second = scope.spawn(|| files_from(text, mid));
-        let first = files_from(&text[..mid], 0);
-        (first, second.join())
-    });
+    let (first, second) =
+        crate::par::join(|| files_from(&text[..mid], 0), || files_from(text, mid));
     let mut files = first.ok()?;
-    files.extend(second.ok()?.ok()?);
+    files.extend(second.ok()?);
     Some(files).filter(|f| !f.is_empty())
 }
 

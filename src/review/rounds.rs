@@ -257,12 +257,12 @@ impl History {
         self.rounds.iter().map(|(_, m)| m).max_by_key(|m| m.round)
     }
 
-    /// The round that already reviewed `head`, if one did.
     /// Whether a round of ours answered the delivery `ask` already.
     pub fn answered(&self, ask: &DeliveryId) -> bool {
         self.rounds.iter().any(|(_, m)| m.ask.as_ref() == Some(ask))
     }
 
+    /// The round that already reviewed `head`, if one did.
     pub fn reviewed(&self, head: &HeadSha) -> Option<&RoundMarker> {
         self.rounds
             .iter()

@@ -762,7 +762,7 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
 
-        /// SQLite's batch writer (rusqlite, coalescing within the batch) changes nothing: each
+        /// SQLite's batch writer (rusqlite, many deliveries a transaction) changes nothing: each
         /// delivery's outcome and the stored rows are those of writing the deliveries one at a
         /// time through sqlx with `accept_in_tx`, as PostgreSQL does.
         #[test]

@@ -11,7 +11,6 @@
 //! ([`super::queue::INSERT_DELIVERY`] and the rest), and a property test holds a batch's rows and
 //! outcomes to those of writing each delivery alone through sqlx.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,8 +24,7 @@ use super::queue::{
 };
 use super::{SQLITE_BUSY_TIMEOUT, StoreError, now_ms, to_i64};
 use crate::flow::request::ReviewRequest;
-use crate::github::model::RepoName;
-use crate::ids::{HeadSha, JobId, PrNumber};
+use crate::ids::JobId;
 
 /// A delivery waiting for the writer.
 pub(crate) struct Intake {
@@ -55,15 +53,15 @@ pub(crate) fn spawn(
     Ok(())
 }
 
-/// The connection, set as sqlx sets the pool's: every commit synced (`FULL`: a delivery answered
-/// 2xx survives a power cut), foreign keys checked, the same busy timeout.
+/// The connection, set as sqlx sets the pool's (which made the file WAL already): every commit
+/// synced (`FULL`: a delivery answered 2xx survives a power cut), foreign keys checked, the
+/// same busy timeout.
 pub(crate) fn open(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     conn.busy_timeout(SQLITE_BUSY_TIMEOUT)?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", true)?;
     conn.set_prepared_statement_cache_capacity(16);
@@ -115,9 +113,7 @@ pub(crate) fn writer_gone() -> StoreError {
     StoreError::Write("the store's writer has stopped".into())
 }
 
-/// A batch in one transaction. The one shortcut: a later delivery for a PR and head that an
-/// earlier one in the batch enqueued or coalesced into joins that job without asking the
-/// database again (what the database would have answered).
+/// A batch in one transaction, each delivery written as `accept_in_tx!` writes it alone.
 pub(crate) fn write_batch(
     conn: &mut Connection,
     batch: &[Intake],
@@ -125,44 +121,23 @@ pub(crate) fn write_batch(
     let now = now_ms();
     let started = std::time::Instant::now();
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    // The job that covers each PR and head enqueued or coalesced so far in this batch.
-    let mut covering: HashMap<(RepoName, PrNumber, Option<HeadSha>), JobId> = HashMap::new();
     let mut accepted = Vec::with_capacity(batch.len());
     for item in batch {
         let d = &item.delivery;
-        if !insert_delivery(&tx, d, now)? {
-            accepted.push(Accepted::Duplicate);
-            continue;
-        }
-        let Some(request) = &item.request else {
-            accepted.push(Accepted::Stored);
-            continue;
-        };
-        let key = (request.repo.clone(), request.pr, request.head.clone());
-        let outcome = match covering.get(&key) {
-            Some(&into) if !request.force => Accepted::Coalesced { into },
-            _ => {
-                let payload = payload_of(Some(request))?.unwrap_or_default();
-                enqueue(&tx, d.id.as_str(), request, &payload, now)?
+        let outcome = match &item.request {
+            _ if !insert_delivery(&tx, d, now)? => Accepted::Duplicate,
+            None => Accepted::Stored,
+            Some(request) => {
+                let outcome = enqueue(&tx, d.id.as_str(), request, now)?;
+                tx.prepare_cached(SET_OUTCOME)?
+                    .execute(rusqlite::named_params! {
+                        "$1": d.id.as_str(),
+                        "$2": outcome.outcome(),
+                        "$3": outcome.job().map(|j| j.0),
+                    })?;
+                outcome
             }
         };
-        if let Accepted::Enqueued { job, .. } = &outcome {
-            // Its supersede ended the other heads' jobs: nothing more coalesces into them.
-            covering.retain(|k, _| k == &key || !(k.0 == key.0 && k.1 == key.1));
-            // A forced job leaves an older job of its head in place, and alone a later
-            // delivery would coalesce into the oldest: keep that one (or ask again).
-            if !request.force {
-                covering.insert(key, *job);
-            }
-        } else if let Some(into) = outcome.job() {
-            covering.insert(key, into);
-        }
-        tx.prepare_cached(SET_OUTCOME)?
-            .execute(rusqlite::named_params! {
-                "$1": d.id.as_str(),
-                "$2": outcome.outcome(),
-                "$3": outcome.job().map(|j| j.0),
-            })?;
         accepted.push(outcome);
     }
     let written = started.elapsed();
@@ -198,7 +173,6 @@ fn enqueue(
     tx: &Transaction<'_>,
     delivery_id: &str,
     request: &ReviewRequest,
-    payload: &str,
     now: i64,
 ) -> Result<Accepted, StoreError> {
     let repo = request.repo.to_string();
@@ -218,6 +192,7 @@ fn enqueue(
             return Ok(Accepted::Coalesced { into: JobId(into) });
         }
     }
+    let payload = payload_of(Some(request))?.unwrap_or_default();
     let job: i64 = tx.prepare_cached(INSERT_JOB)?.query_row(
         rusqlite::named_params! {
             "$1": delivery_id,
