@@ -150,6 +150,7 @@ impl CliError {
 }
 
 pub fn main() -> ExitCode {
+    crate::timing::start();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -273,6 +274,8 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
                 &panel,
                 observer.as_ref(),
             ));
+            // Includes dropping the diff, which the pipeline owned.
+            crate::timing::mark("reviewed");
             (
                 vec![report],
                 keep.unwrap_or_default(),
@@ -333,6 +336,7 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
         Format::Json => render::json::render(&Report::combine(reports.clone())),
         Format::Sarif => render::sarif::render(&Report::combine(reports.clone())),
     };
+    crate::timing::mark("rendered");
     write_stdout(&out);
     let code = exit_code(&Report::combine(reports), args.common.fail_on);
     // The process ends now: freeing a multi-megabyte diff piece by piece is wasted time.
@@ -480,11 +484,15 @@ fn read_diff(path: &Path) -> Result<Diff, CliError> {
         (name, bytes)
     };
     // Diffs of Latin-1 or mixed files are still reviewable: undecodable bytes become U+FFFD.
+    crate::timing::mark("read");
     let (text, lossy) = crate::diff::text_from_bytes(bytes);
+    crate::timing::mark("decoded");
     if lossy {
         eprintln!("notice: {name} is not valid UTF-8; undecodable bytes are shown as \u{FFFD}");
     }
-    Diff::parse(text).map_err(|e| match e.coloured {
+    let parsed = Diff::parse(text);
+    crate::timing::mark("parsed");
+    parsed.map_err(|e| match e.coloured {
         true => CliError::Usage(render::coloured_diff(&name)),
         false => CliError::Usage(format!("{name} is not a diff reviewbot can read: {e}")),
     })

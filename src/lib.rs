@@ -30,4 +30,5 @@ pub mod review;
 pub mod sanitize;
 pub mod server;
 pub mod store;
+pub mod timing;
 pub mod unicode;

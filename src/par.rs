@@ -63,31 +63,6 @@ where
     })
 }
 
-/// Where a big text is cut in two for work side by side: the start of the first line from the
-/// middle on that begins with `prefix` (any line, for `b""`). `None` below
-/// [`PARALLEL_FROM_BYTES`], on one core, or when no such line follows the middle.
-pub fn cut_at_line(bytes: &[u8], prefix: &[u8]) -> Option<usize> {
-    if bytes.len() < PARALLEL_FROM_BYTES || threads() < 2 {
-        return None;
-    }
-    let needle = [b"\n", prefix].concat();
-    let half = bytes.len() / 2;
-    memchr::memmem::find(&bytes[half..], &needle).map(|i| half + i + 1)
-}
-
-/// `first` on the calling thread and `second` on another, side by side. A panic in `second`
-/// is raised again here.
-pub fn join<A, B: Send>(first: impl FnOnce() -> A, second: impl FnOnce() -> B + Send) -> (A, B) {
-    std::thread::scope(|scope| {
-        let second = scope.spawn(second);
-        let a = first();
-        match second.join() {
-            Ok(b) => (a, b),
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,26 +78,5 @@ mod tests {
         let firsts = map_shares(&items, String::len, |share| share.to_vec());
         assert_eq!(firsts, items);
         assert!(map_shares(&Vec::<String>::new(), String::len, |s| s.to_vec()).is_empty());
-    }
-
-    #[test]
-    fn a_big_text_is_cut_at_the_first_line_from_the_middle_with_the_prefix() {
-        let section = "diff --git a/x b/x\n+diff --git inside a line\n context\n";
-        let text = section.repeat(PARALLEL_FROM_BYTES / section.len() + 2);
-        match cut_at_line(text.as_bytes(), b"diff --git ") {
-            Some(mid) => {
-                assert!(mid > text.len() / 2 && mid <= text.len() / 2 + section.len());
-                assert!(text[mid..].starts_with("diff --git a/x"));
-                assert_eq!(&text[mid - 1..mid], "\n");
-            }
-            None => assert_eq!(threads(), 1),
-        }
-        assert_eq!(
-            cut_at_line(section.as_bytes(), b"diff --git "),
-            None,
-            "too small"
-        );
-        let (a, b) = join(|| 1, || "two");
-        assert_eq!((a, b), (1, "two"));
     }
 }

@@ -301,30 +301,14 @@ impl Diff {
 /// The text of a diff read as bytes, and whether some were not UTF-8: each undecodable
 /// sequence becomes U+FFFD, as in `String::from_utf8_lossy`, so every line keeps its place
 /// and the rest of its bytes. Valid input is not copied; invalid input is decoded in runs
-/// (`from_utf8` between the bad bytes is several times faster than a chunk iterator), a big
-/// one in two halves side by side, cut at a line start: a newline ends every sequence before
-/// it (a bad one included), so the halves decode as the whole does.
+/// (`from_utf8` between the bad bytes is several times faster than a chunk iterator).
 pub fn text_from_bytes(bytes: Vec<u8>) -> (String, bool) {
     let bytes = match String::from_utf8(bytes) {
         Ok(text) => return (text, false),
         Err(e) => e.into_bytes(),
     };
-    let capacity = bytes.len() + bytes.len() / 16;
-    let Some(mid) = crate::par::cut_at_line(&bytes, b"") else {
-        return (decode_lossy(&bytes, String::with_capacity(capacity)), true);
-    };
-    let (first, second) = bytes.split_at(mid);
-    let (mut text, rest) = crate::par::join(
-        || decode_lossy(first, String::with_capacity(capacity)),
-        || decode_lossy(second, String::with_capacity(capacity / 2)),
-    );
-    text.push_str(&rest);
-    (text, true)
-}
-
-/// `bytes` decoded as `String::from_utf8_lossy` does, appended to `out`.
-fn decode_lossy(bytes: &[u8], mut out: String) -> String {
-    let mut rest = bytes;
+    let mut out = String::with_capacity(bytes.len() + bytes.len() / 16);
+    let mut rest = bytes.as_slice();
     while !rest.is_empty() {
         match std::str::from_utf8(rest) {
             Ok(valid) => {
@@ -341,7 +325,7 @@ fn decode_lossy(bytes: &[u8], mut out: String) -> String {
             }
         }
     }
-    out
+    (out, true)
 }
 
 /// One file record as GitHub's files API gives it.

@@ -65,12 +65,6 @@ fn snippet(bytes: &[u8]) -> String {
 }
 
 pub(super) fn parse_diff(text: String) -> Result<Diff, ParseError> {
-    // Cut at a `diff --git` line, which starts a file wherever it stands (no hunk or header
-    // line can begin with it), so each half parses as it would in the whole.
-    let cut = crate::par::cut_at_line(text.as_bytes(), b"diff --git ");
-    if let Some(files) = cut.and_then(|mid| parse_split(&text, mid)) {
-        return Ok(Diff { text, files });
-    }
     let files = parse_files(&text).map_err(|mut e| {
         // Looked for only on failure: a valid diff pays nothing for it.
         e.coloured = looks_coloured(&text);
@@ -156,30 +150,8 @@ impl<'t> Cursor<'t> {
     }
 }
 
-/// The files of `text` parsed in two halves at `mid`, one on another thread; `None` if either
-/// half fails (the whole is then parsed again alone, for the error's line number).
-fn parse_split(text: &str, mid: usize) -> Option<Vec<FileDiff>> {
-    let (first, second) =
-        crate::par::join(|| files_from(&text[..mid], 0), || files_from(text, mid));
-    let mut files = first.ok()?;
-    files.extend(second.ok()?);
-    Some(files).filter(|f| !f.is_empty())
-}
-
 fn parse_files(text: &str) -> Result<Vec<FileDiff>, ParseError> {
-    let files = files_from(text, 0)?;
-    if files.is_empty() && !text.trim().is_empty() {
-        return Err(error(
-            1,
-            "not a unified diff: no \"diff --git\" or \"---\"/\"+++\" file header found",
-        ));
-    }
-    Ok(files)
-}
-
-/// The files from byte `start` of `text` on.
-fn files_from(text: &str, start: usize) -> Result<Vec<FileDiff>, ParseError> {
-    let mut cur = Cursor::new(text, start);
+    let mut cur = Cursor::new(text, 0);
     let mut files = Vec::new();
     while let Some(line) = cur.peek() {
         let b = cur.bytes(line);
@@ -203,6 +175,12 @@ fn files_from(text: &str, start: usize) -> Result<Vec<FileDiff>, ParseError> {
             // Mail headers, commit messages, diffstats, signatures, `Index:` lines, …
             cur.advance(line);
         }
+    }
+    if files.is_empty() && !text.trim().is_empty() {
+        return Err(error(
+            1,
+            "not a unified diff: no \"diff --git\" or \"---\"/\"+++\" file header found",
+        ));
     }
     Ok(files)
 }
@@ -953,71 +931,4 @@ pub(super) fn section(header: &str) -> &str {
         .get(2..)
         .and_then(|h| h.find("@@").and_then(|i| h.get(i + 2..)))
         .map_or("", |s| s.strip_prefix(' ').unwrap_or(s))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// File sections of every shape the parser knows, with text between some of them.
-    const SECTIONS: &[&str] = &[
-        "From 1234 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] a commit message\n\n---\n",
-        "diff --git a/src/a.rs b/src/a.rs\nindex 1111111..2222222 100644\n--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1,3 +1,4 @@\n fn a() {}\n+let x = 1;\n-let y = 2;\n+let y = 3;\n fn c() {}\n@@ -10,2 +11,2 @@ fn tail\n-old\n+new\n \n",
-        "diff --git a/new.txt b/new.txt\nnew file mode 100644\nindex 0000000..3333333\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n\\ No newline at end of file\n",
-        "diff --git a/gone.py b/gone.py\ndeleted file mode 100644\nindex 4444444..0000000\n--- a/gone.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-print('bye')\n",
-        "diff --git a/old name.md b/new name.md\nsimilarity index 90%\nrename from old name.md\nrename to new name.md\n",
-        "diff --git a/img.png b/img.png\nindex 5555555..6666666 100644\nGIT binary patch\nliteral 5\nMcmZQzWMXCj00031\n\nliteral 0\nHcmV?d00001\n\n",
-        "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n",
-        "diff --git a/crlf.txt b/crlf.txt\r\n--- a/crlf.txt\r\n+++ b/crlf.txt\r\n@@ -1 +1 @@\r\n-a\r\n+b\r\n",
-        "-- \n2.47.3\n\n",
-        "diff --git a/Binary.bin b/Binary.bin\nBinary files a/Binary.bin and b/Binary.bin differ\n",
-    ];
-
-    fn text_of(order: &[usize]) -> String {
-        order
-            .iter()
-            .map(|&i| SECTIONS[i % SECTIONS.len()])
-            .collect()
-    }
-
-    /// The starts of every `diff --git` line but the first character's.
-    fn file_starts(text: &str) -> Vec<usize> {
-        memchr::memmem::find_iter(text.as_bytes(), b"\ndiff --git ")
-            .map(|i| i + 1)
-            .collect()
-    }
-
-    #[test]
-    fn a_diff_parsed_in_halves_is_the_diff_parsed_whole() {
-        let orders: Vec<Vec<usize>> = vec![
-            (0..SECTIONS.len()).collect(),
-            (0..3 * SECTIONS.len()).rev().collect(),
-            (0..40).map(|i| i * 7 + 3).collect(),
-        ];
-        for order in orders {
-            let text = text_of(&order);
-            let whole = parse_files(&text).unwrap();
-            for mid in file_starts(&text) {
-                assert_eq!(
-                    parse_split(&text, mid).as_ref(),
-                    Some(&whole),
-                    "split at byte {mid}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn a_half_that_fails_sends_the_whole_to_the_serial_parse() {
-        let good = text_of(&(0..SECTIONS.len()).collect::<Vec<_>>());
-        // A hunk cut short in the first half, then one in the second.
-        let cut = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n";
-        for text in [format!("{cut}{good}"), format!("{good}{cut}")] {
-            for mid in file_starts(&text) {
-                assert_eq!(parse_split(&text, mid), None, "split at byte {mid}");
-            }
-            let e = parse_files(&text).unwrap_err();
-            assert!(e.to_string().contains("@@ -1,3 +1,3 @@"), "{e}");
-        }
-    }
 }

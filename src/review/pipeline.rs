@@ -80,7 +80,9 @@ pub async fn review_with(
     let (diff, mut not_reviewed) = gate(diff, config);
     // Before any prompt is built or anything printed: what the builtin lens would call a
     // secret is masked on every channel, whichever lenses run.
+    crate::timing::mark("gated");
     let secret_keywords = Arc::new(crate::lens::builtin::remember_secrets(&diff));
+    crate::timing::mark("secrets remembered");
     // Hidden text in the PR reaches no lens, whatever form it is given in.
     let pr = pr.map(PrInfo::sanitized);
     let diff = Arc::new(diff);
@@ -118,6 +120,7 @@ pub async fn review_with(
         secret_keywords: Some(secret_keywords),
     });
     let runs = panel.run(lenses, input, observer).await;
+    crate::timing::mark("lenses done");
 
     let mut findings = Vec::new();
     let mut provenance = Vec::with_capacity(runs.len());
@@ -139,6 +142,7 @@ pub async fn review_with(
         record_merge(ev, &findings, &explained, config);
     }
     let merged = explained.into_iter().map(|(f, _)| f).collect();
+    crate::timing::mark("placed and merged");
     let report = Report {
         findings: merged,
         lenses: provenance,

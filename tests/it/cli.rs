@@ -623,3 +623,48 @@ fn doctor_exits_3_when_a_lens_cannot_run() {
     );
     assert!(out.trim_end().ends_with("2 of 4 checks failed."), "{out}");
 }
+
+/// `RUST_LOG=reviewbot::timing=debug` logs each stage of a review once, in order, with the time
+/// since start (what `scripts/bench-stages.sh` reads); without it, nothing is logged.
+#[test]
+fn stage_timings_are_logged_in_order_when_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let patch = fixture("examples/demo.patch");
+    let args = ["review", "--diff", patch.as_str(), "--format", "json"];
+    let o = Command::new(env!("CARGO_BIN_EXE_reviewbot"))
+        .args(args)
+        .current_dir(dir.path())
+        .env_remove("REVIEWBOT_CONFIG")
+        .env_remove("GITHUB_ACTIONS")
+        .env("RUST_LOG", "reviewbot::timing=debug")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let marks: Vec<(String, u64)> = stderr(&o)
+        .lines()
+        .filter_map(|l| {
+            let stage = l.split("stage=\"").nth(1)?.split('"').next()?;
+            let us = l.split("us=").nth(1)?.trim().parse().ok()?;
+            Some((stage.to_owned(), us))
+        })
+        .collect();
+    let stages: Vec<&str> = marks.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(
+        stages,
+        [
+            "read",
+            "decoded",
+            "parsed",
+            "gated",
+            "secrets remembered",
+            "lenses done",
+            "placed and merged",
+            "reviewed",
+            "rendered"
+        ]
+    );
+    assert!(marks.windows(2).all(|w| w[0].1 <= w[1].1), "{marks:?}");
+    let quiet = reviewbot(&args, None, dir.path());
+    assert!(!stderr(&quiet).contains("stage done"), "{}", stderr(&quiet));
+}
