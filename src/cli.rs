@@ -470,31 +470,83 @@ fn select_lenses(config: &Config, names: &[String]) -> Result<Vec<LensSpec>, Cli
 
 /// Reads and parses the diff; a missing file or text that is not a diff is a usage error.
 fn read_diff(path: &Path) -> Result<Diff, CliError> {
-    let (name, bytes) = if path == Path::new("-") {
+    let (name, read) = if path == Path::new("-") {
         let mut buf = Vec::new();
         std::io::stdin().read_to_end(&mut buf).map_err(|e| {
             CliError::Usage(format!("cannot read the diff from standard input: {e}"))
         })?;
-        ("standard input".to_owned(), buf)
+        ("standard input".to_owned(), DiffFile::Bytes(buf))
     } else {
         let name = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| {
+        let read = read_file(path).map_err(|e| {
             CliError::Usage(format!("cannot read diff file {name}: {}", io_reason(&e)))
         })?;
-        (name, bytes)
+        (name, read)
     };
-    // Diffs of Latin-1 or mixed files are still reviewable: undecodable bytes become U+FFFD.
     crate::timing::mark("read");
-    let (text, lossy) = crate::diff::text_from_bytes(bytes);
-    crate::timing::mark("decoded");
-    if lossy {
-        eprintln!("notice: {name} is not valid UTF-8; undecodable bytes are shown as \u{FFFD}");
-    }
-    let parsed = Diff::parse(text);
+    let parsed = match read {
+        DiffFile::Text(text) => {
+            crate::timing::mark("decoded");
+            Diff::parse_static(text)
+        }
+        DiffFile::Bytes(bytes) => {
+            // Diffs of Latin-1 or mixed files are still reviewable: undecodable bytes become U+FFFD.
+            let (text, lossy) = crate::diff::text_from_bytes(bytes);
+            crate::timing::mark("decoded");
+            if lossy {
+                eprintln!(
+                    "notice: {name} is not valid UTF-8; undecodable bytes are shown as \u{FFFD}"
+                );
+            }
+            Diff::parse(text)
+        }
+    };
     crate::timing::mark("parsed");
     parsed.map_err(|e| match e.coloured {
         true => CliError::Usage(render::coloured_diff(&name)),
         false => CliError::Usage(format!("{name} is not a diff reviewbot can read: {e}")),
+    })
+}
+
+/// A diff file as read: text already checked to be UTF-8, or bytes still to decode.
+enum DiffFile {
+    Text(&'static str),
+    Bytes(Vec<u8>),
+}
+
+/// From this size on, a diff file is read into memory backed by huge pages.
+const HUGE_PAGES_FROM: u64 = 2 << 20;
+
+/// Reads a diff file. One of [`HUGE_PAGES_FROM`] or more is read into memory the kernel is
+/// asked to back with huge pages: taking a fresh 4 KiB page at a time was most of the time
+/// reading took (a page fault each), as much again as checking the text. That memory is never
+/// given back: the process ends after its one review, and the diff borrows its text from it.
+fn read_file(path: &Path) -> std::io::Result<DiffFile> {
+    let mut file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    if len < HUGE_PAGES_FROM {
+        // Pipes and special files say 0 and are read to their end.
+        let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0) + 1);
+        file.read_to_end(&mut bytes)?;
+        return Ok(DiffFile::Bytes(bytes));
+    }
+    let len = usize::try_from(len).map_err(|_| std::io::Error::other("the file is too large"))?;
+    let mut map = memmap2::MmapOptions::new().len(len).map_anon()?;
+    // Advice: where huge pages are off, this is ordinary memory.
+    let _ = map.advise(memmap2::Advice::HugePage);
+    file.read_exact(&mut map)?;
+    let mut more = Vec::new();
+    file.read_to_end(&mut more)?;
+    if !more.is_empty() {
+        // The file grew while it was read: all of it, as a smaller one would be read.
+        let mut bytes = map.to_vec();
+        bytes.append(&mut more);
+        return Ok(DiffFile::Bytes(bytes));
+    }
+    let bytes: &'static [u8] = Box::leak(Box::new(map));
+    Ok(match std::str::from_utf8(bytes) {
+        Ok(text) => DiffFile::Text(text),
+        Err(_) => DiffFile::Bytes(bytes.to_vec()),
     })
 }
 

@@ -1008,6 +1008,10 @@ fn each_generic_candidate(text: &str, mut f: impl FnMut(usize) -> bool) {
         if !folded && !KEYWORD_LETTERS.iter().any(|k| k & !letters == 0) {
             continue;
         }
+        // Most of the rest are followed by something short (`key=None`, `token: str`).
+        if !generic_value_follows(bytes, op) {
+            continue;
+        }
         for at in i..end {
             let candidate = match folded {
                 true => text.is_char_boundary(at),
@@ -1023,6 +1027,83 @@ fn each_generic_candidate(text: &str, mut f: impl FnMut(usize) -> bool) {
         }
     }
 }
+
+/// Whether a value as long as [`GENERIC_PATTERN`] needs can follow the operator whose first
+/// byte is at `op`: after `:=`, `=>`, `=` or `:`, blanks and an optional quote, at least
+/// [`GENERIC_MIN_VALUE`] value characters. (Blanks and quotes are not value characters, so
+/// the pattern has no other way to reach the value.)
+fn generic_value_follows(bytes: &[u8], op: usize) -> bool {
+    let long_op = match bytes[op] {
+        b':' => bytes.get(op + 1) == Some(&b'='),
+        _ => bytes.get(op + 1) == Some(&b'>'),
+    };
+    [op + 1, op + 2][..1 + usize::from(long_op)]
+        .iter()
+        .any(|&after| {
+            let mut j = after;
+            while matches!(bytes.get(j), Some(b' ' | b'\t')) {
+                j += 1;
+            }
+            if matches!(bytes.get(j), Some(b'`' | b'\'' | b'"')) {
+                j += 1;
+            }
+            value_chars_at(bytes, j) >= GENERIC_MIN_VALUE
+        })
+}
+
+/// The shortest value the generic rule matches (`{10,}` in [`GENERIC_PATTERN`]).
+const GENERIC_MIN_VALUE: usize = 10;
+
+/// How many characters of the generic pattern's value class start at `at`, counted up to
+/// [`GENERIC_MIN_VALUE`]. Case folding adds `K` (U+212A) and `ſ` to its ASCII letters.
+fn value_chars_at(bytes: &[u8], mut at: usize) -> usize {
+    const KELVIN: &[u8] = "\u{212A}".as_bytes();
+    const LONG_S: &[u8] = "\u{17F}".as_bytes();
+    let mut n = 0;
+    while n < GENERIC_MIN_VALUE {
+        let Some(&b) = bytes.get(at) else { break };
+        if VALUE_BYTES[usize::from(b)] {
+            at += 1;
+        } else if bytes[at..].starts_with(KELVIN) {
+            at += KELVIN.len();
+        } else if bytes[at..].starts_with(LONG_S) {
+            at += LONG_S.len();
+        } else {
+            break;
+        }
+        n += 1;
+    }
+    n
+}
+
+/// The ASCII bytes of the generic pattern's value class, `[A-Za-z0-9_.=+/~!@#$%^&*-]`.
+const VALUE_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'_' | b'.'
+                    | b'='
+                    | b'+'
+                    | b'/'
+                    | b'~'
+                    | b'!'
+                    | b'@'
+                    | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'^'
+                    | b'&'
+                    | b'*'
+                    | b'-'
+            );
+        b += 1;
+    }
+    table
+};
 
 /// For each byte: 0 if it is not an ASCII name character of the generic pattern, else a bit
 /// that says so and, for a letter, the bit of its lower case (`a` is bit 0).
@@ -1603,11 +1684,15 @@ pub(crate) mod tests {
     #[test]
     fn generic_candidates_sit_before_assignments() {
         let at = generic_candidates;
-        assert_eq!(at("API_KEY = x"), vec![0, 4]);
-        assert_eq!(at("  \"client_secret\": 1"), vec![10]);
-        assert_eq!(at("a: 1, token\t=> 2"), vec![6]);
+        assert_eq!(at("API_KEY = x123456789"), vec![0, 4]);
+        assert_eq!(at("  \"client_secret\": '1234567890'"), vec![10]);
+        assert_eq!(at("a: 1, token\t=> 2345678901"), vec![6]);
         assert!(at("fn api() -> Token { key(); }").is_empty());
         assert!(at("the key is: a").is_empty());
+        // The value the pattern needs is ten characters at least.
+        assert!(at("API_KEY = x12345678").is_empty());
+        assert!(at("token: str, key=None, api_key = '\u{212A}'").is_empty());
+        assert_eq!(at("key := \u{212A}\u{17F}34567890"), vec![0]);
         // Case folding makes a Kelvin sign a `k` to the pattern: it is found all the same.
         let value = format!("{}{}", rand(ALNUM, 20, 3), "7q");
         let kelvin = format!("\u{212A}EY = '{value}'");
@@ -1869,8 +1954,11 @@ pub(crate) mod tests {
                 (
                     prop::sample::select(vec!["key", "Token", "\u{212A}ey", "password", "creds"]),
                     "[a-z_\u{17F}]{15,25}",
-                    prop::sample::select(vec!["=", ": ", " := ", "=>", "='", ":\"", "::"]),
+                    prop::sample::select(vec!["=", ": ", " := ", "=>", "='", ":\"", "::", "= \t`", ":=="]),
                     prop::sample::select(vec![8usize, 9, 10, 11, 12, 150, 151]),
+                    // Values of ASCII alone, or with the two letters case folding adds to the
+                    // value class (each one character of several bytes) and its symbols.
+                    prop::sample::select(vec![ALNUM, "aB3\u{212A}\u{17F}=+/~!@#$%^&*-_.é "]),
                     any::<u64>(),
                     prop::sample::select(vec!["", "\n", "'", ";", "(", "\\n", " x"]),
                 ),
@@ -1878,8 +1966,8 @@ pub(crate) mod tests {
             ),
         ) {
             let mut text = pieces.concat();
-            for (keyword, gap, op, len, seed, end) in &assignments {
-                let value = format!("{}7q", rand(ALNUM, len - 2, *seed));
+            for (keyword, gap, op, len, alphabet, seed, end) in &assignments {
+                let value = format!("{}7q", rand(alphabet, len - 2, *seed));
                 text.push_str(&format!("{keyword}{gap}{op}{value}{end}"));
             }
             // Every match starts at a candidate, and its line is one `keyword_starts` points

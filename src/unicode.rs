@@ -102,6 +102,37 @@ const TABLE: &[(u32, u32, Hidden, &str)] = &[
     (0xE0100, 0xE01EF, Hidden::Selector, "VARIATION SELECTOR"),
 ];
 
+/// Whether `text` may hold a hidden character: it has the first byte of one's UTF-8 encoding.
+/// Most non-ASCII text (accented Latin, Greek, Cyrillic, most CJK) has none, and this looks at
+/// bytes where [`hidden`] looks a table up for each character.
+pub fn may_hold_hidden(text: &str) -> bool {
+    text.bytes().any(|b| LEADS[usize::from(b)])
+}
+
+/// The first bytes of the UTF-8 encodings of [`TABLE`]'s code points. A range's first bytes
+/// run from its first code point's to its last one's: UTF-8 keeps code point order.
+const LEADS: [bool; 256] = {
+    const fn lead(cp: u32) -> usize {
+        (match cp {
+            0..=0x7F => cp,
+            0x80..=0x7FF => 0xC0 | cp >> 6,
+            0x800..=0xFFFF => 0xE0 | cp >> 12,
+            _ => 0xF0 | cp >> 18,
+        }) as usize
+    }
+    let mut leads = [false; 256];
+    let mut i = 0;
+    while i < TABLE.len() {
+        let mut b = lead(TABLE[i].0);
+        while b <= lead(TABLE[i].1) {
+            leads[b] = true;
+            b += 1;
+        }
+        i += 1;
+    }
+    leads
+};
+
 /// The kind of hidden character `c` is, if it is one. ASCII is never hidden.
 pub fn hidden(c: char) -> Option<Hidden> {
     entry(c).map(|e| e.2)
@@ -123,7 +154,7 @@ pub fn name(c: char) -> String {
 /// `text` with every hidden character written as `<U+202E>`: code is shown as it is, never
 /// stripped, and printed raw these characters reorder or hide text (Trojan Source).
 pub fn escape(text: &str) -> std::borrow::Cow<'_, str> {
-    if text.is_ascii() || !text.chars().any(is_hidden) {
+    if text.is_ascii() || !may_hold_hidden(text) || !text.chars().any(is_hidden) {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
@@ -149,6 +180,20 @@ fn entry(c: char) -> Option<&'static (u32, u32, Hidden, &'static str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_text_holding_a_hidden_character_is_one_that_may() {
+        let mut buf = [0u8; 4];
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            let text = c.encode_utf8(&mut buf);
+            if is_hidden(c) {
+                assert!(may_hold_hidden(text), "U+{:04X}", u32::from(c));
+            }
+        }
+        // And what the filter is for: common scripts pass without a lookup.
+        assert!(!may_hold_hidden("naïve café, Ελληνικά, русский, 中文"));
+        assert!(may_hold_hidden("a\u{202E}b"));
+    }
 
     #[test]
     fn table_is_sorted_and_disjoint() {

@@ -8,6 +8,7 @@ mod parse;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
@@ -134,7 +135,8 @@ impl FileDiff {
 /// A parsed diff: the text it was parsed from and its files, in order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Diff {
-    text: String,
+    /// Borrowed only from text that lives as long as the process (the CLI's diff file).
+    text: Cow<'static, str>,
     files: Vec<FileDiff>,
 }
 
@@ -144,7 +146,13 @@ impl Diff {
     /// Empty input is an empty diff. Input that is not a diff, a truncated hunk or a hunk header
     /// whose numbers overflow is an error naming the line where it went wrong.
     pub fn parse(text: impl Into<String>) -> Result<Diff, ParseError> {
-        parse::parse_diff(text.into())
+        parse::parse_diff(Cow::Owned(text.into()))
+    }
+
+    /// [`Diff::parse`] of text that lives as long as the process, which the diff borrows
+    /// rather than copies.
+    pub fn parse_static(text: &'static str) -> Result<Diff, ParseError> {
+        parse::parse_diff(Cow::Borrowed(text))
     }
 
     /// Builds a diff from GitHub's per-file records: each `patch` starts at `@@` and has no
@@ -200,7 +208,10 @@ impl Diff {
             }
             files.push(g);
         }
-        Diff { text, files }
+        Diff {
+            text: text.into(),
+            files,
+        }
     }
 
     /// Keeps only the files `keep` selects. Nothing is copied: [`Diff::text`] still holds the
@@ -246,7 +257,10 @@ impl Diff {
             g.text = start..text.len();
             files.push(g);
         }
-        *self = Diff { text, files };
+        *self = Diff {
+            text: text.into(),
+            files,
+        };
     }
 
     /// The whole text the diff was parsed from.
@@ -300,32 +314,61 @@ impl Diff {
 
 /// The text of a diff read as bytes, and whether some were not UTF-8: each undecodable
 /// sequence becomes U+FFFD, as in `String::from_utf8_lossy`, so every line keeps its place
-/// and the rest of its bytes. Valid input is not copied; invalid input is decoded in runs
-/// (`from_utf8` between the bad bytes is several times faster than a chunk iterator).
+/// and the rest of its bytes. Valid input is not copied. Invalid input is decoded in its own
+/// buffer: a second buffer the size of the diff cost more in fresh pages than the decoding.
 pub fn text_from_bytes(bytes: Vec<u8>) -> (String, bool) {
-    let bytes = match String::from_utf8(bytes) {
+    let mut bytes = match String::from_utf8(bytes) {
         Ok(text) => return (text, false),
         Err(e) => e.into_bytes(),
     };
-    let mut out = String::with_capacity(bytes.len() + bytes.len() / 16);
-    let mut rest = bytes.as_slice();
-    while !rest.is_empty() {
-        match std::str::from_utf8(rest) {
-            Ok(valid) => {
-                out.push_str(valid);
-                break;
-            }
-            Err(e) => {
-                let (valid, after) = rest.split_at(e.valid_up_to());
-                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
-                out.push('\u{FFFD}');
-                rest = after
-                    .get(e.error_len().unwrap_or(after.len())..)
-                    .unwrap_or_default();
-            }
+    const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
+    // Each undecodable sequence (1 to 3 bytes) becomes 3 bytes, so the text only grows. Its
+    // length first; then the bytes are moved to the end of the grown buffer and decoded
+    // forwards from there, each write landing at or before the next byte still to be read.
+    let mut decoded = 0;
+    each_utf8_run(&bytes, |valid, bad| {
+        decoded += valid.len() + if bad.is_empty() { 0 } else { REPLACEMENT.len() };
+    });
+    let read_len = bytes.len();
+    let shift = decoded - read_len;
+    bytes.resize(decoded, 0);
+    bytes.copy_within(..read_len, shift);
+    let (mut read, mut write) = (shift, 0);
+    while read < decoded {
+        let (valid, bad) = utf8_run(&bytes[read..]);
+        bytes.copy_within(read..read + valid, write);
+        (read, write) = (read + valid + bad, write + valid);
+        if bad > 0 {
+            bytes[write..write + REPLACEMENT.len()].copy_from_slice(REPLACEMENT);
+            write += REPLACEMENT.len();
         }
     }
-    (out, true)
+    let text = String::from_utf8(bytes)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    (text, true)
+}
+
+/// The length of the valid UTF-8 that starts `bytes`, and of the undecodable sequence after it
+/// (0 at the end): `from_utf8` between the bad bytes is several times faster than a chunk
+/// iterator.
+fn utf8_run(bytes: &[u8]) -> (usize, usize) {
+    match std::str::from_utf8(bytes) {
+        Ok(valid) => (valid.len(), 0),
+        Err(e) => {
+            let valid = e.valid_up_to();
+            (valid, e.error_len().unwrap_or(bytes.len() - valid))
+        }
+    }
+}
+
+/// Calls `f` with each valid run of `bytes` and the undecodable sequence after it.
+fn each_utf8_run(bytes: &[u8], mut f: impl FnMut(&[u8], &[u8])) {
+    let mut at = 0;
+    while at < bytes.len() {
+        let (valid, bad) = utf8_run(&bytes[at..]);
+        f(&bytes[at..at + valid], &bytes[at + valid..at + valid + bad]);
+        at += valid + bad;
+    }
 }
 
 /// One file record as GitHub's files API gives it.

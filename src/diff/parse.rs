@@ -64,7 +64,7 @@ fn snippet(bytes: &[u8]) -> String {
     }
 }
 
-pub(super) fn parse_diff(text: String) -> Result<Diff, ParseError> {
+pub(super) fn parse_diff(text: std::borrow::Cow<'static, str>) -> Result<Diff, ParseError> {
     let files = parse_files(&text).map_err(|mut e| {
         // Looked for only on failure: a valid diff pays nothing for it.
         e.coloured = looks_coloured(&text);
@@ -893,7 +893,10 @@ pub(super) fn from_patches<'p>(
             text: start..text.len(),
         });
     }
-    Ok(Diff { text, files: out })
+    Ok(Diff {
+        text: text.into(),
+        files: out,
+    })
 }
 
 /// `prefix` + `path`, quoted the way git quotes paths (C-style, octal bytes for non-ASCII)

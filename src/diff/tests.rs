@@ -1215,6 +1215,25 @@ fn unique_paths(files: Vec<GenFile>) -> Vec<GenFile> {
 // 256 cases each by default; `PROPTEST_CASES=20000` for a longer run.
 proptest! {
     #[test]
+    fn text_from_bytes_is_from_utf8_lossy_on_any_bytes(
+        pieces in prop::collection::vec(prop_oneof![
+            any::<u8>().prop_map(|b| vec![b]),
+            "[ -~\n]{0,12}".prop_map(String::into_bytes),
+            any::<char>().prop_map(|c| c.to_string().into_bytes()),
+            // A character cut short, at the end or before more text.
+            any::<char>().prop_map(|c| {
+                let b = c.to_string().into_bytes();
+                b[..b.len().saturating_sub(1)].to_vec()
+            }),
+        ], 0..64),
+    ) {
+        let bytes = pieces.concat();
+        let (text, lossy) = super::text_from_bytes(bytes.clone());
+        prop_assert_eq!(&text, &String::from_utf8_lossy(&bytes));
+        prop_assert_eq!(lossy, std::str::from_utf8(&bytes).is_err());
+    }
+
+    #[test]
     fn never_panics_on_arbitrary_text(s in any::<String>()) {
         let _ = Diff::parse(s);
     }

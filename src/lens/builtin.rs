@@ -312,7 +312,7 @@ fn scan_line(
         hit(Check::Conflict, marker.to_owned(), Vec::new());
     }
 
-    if ctx.unicode && !text.is_ascii() {
+    if ctx.unicode && !text.is_ascii() && unicode::may_hold_hidden(text) {
         let (bidi, tags, invisible) = unicode_hits(text, line == 1);
         for (check, chars) in [
             (Check::Bidi, bidi),

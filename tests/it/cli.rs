@@ -433,6 +433,73 @@ fn latin1_bytes_keep_their_lines_and_the_rest_of_their_text() {
 }
 
 #[test]
+fn a_diff_file_of_megabytes_reads_as_the_same_diff_from_standard_input() {
+    // Files from 2 MiB on are read another way (into memory backed by huge pages): the
+    // review must be the one the same bytes give on standard input, UTF-8 or not.
+    let dir = tempfile::tempdir().unwrap();
+    let head = "diff --git a/app.py b/app.py\n--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,3 @@\n \
+        # caf\u{e9}\n-old = 1\n+api_key = \"Zx8kQ2mN7vB4pL9w\"\n+breakpoint()\n";
+    let pad: String = (0..2200)
+        .map(|i| {
+            format!(
+                "diff --git a/pad{i}.txt b/pad{i}.txt\n--- a/pad{i}.txt\n+++ b/pad{i}.txt\n\
+                 @@ -1 +1 @@\n-old\n+{}\n",
+                "x".repeat(960)
+            )
+        })
+        .collect();
+    let utf8 = format!("{head}{pad}").into_bytes();
+    // The same diff with its one accented letter in Latin-1.
+    let latin1 = {
+        let at = utf8
+            .windows(2)
+            .position(|w| w == "\u{e9}".as_bytes())
+            .unwrap();
+        [&utf8[..at], b"\xe9", &utf8[at + 2..]].concat()
+    };
+    for (name, bytes) in [("utf8.diff", utf8), ("latin1.diff", latin1)] {
+        assert!(bytes.len() > 2 << 20);
+        let path = dir.path().join(name);
+        std::fs::write(&path, &bytes).unwrap();
+        let args = |from| {
+            [
+                "review", "--diff", from, "--lens", "builtin", "--format", "json",
+            ]
+        };
+        let from_file = reviewbot(&args(path.to_str().unwrap()), None, dir.path());
+        let from_stdin = reviewbot(&args("-"), Some(&bytes), dir.path());
+        for o in [&from_file, &from_stdin] {
+            assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(o));
+            assert_eq!(
+                stderr(o).contains("is not valid UTF-8"),
+                name == "latin1.diff",
+                "{name}: {}",
+                stderr(o)
+            );
+        }
+        let (mut a, mut b) = (json(&from_file), json(&from_stdin));
+        for doc in [&mut a, &mut b] {
+            doc["lenses"][0]["latency_ms"] = serde_json::Value::Null;
+        }
+        assert_eq!(a, b, "{name}");
+        let titles: Vec<&str> = a["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["title"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            titles,
+            [
+                "Leftover breakpoint() call",
+                "Possible committed secret (generic-api-key)"
+            ],
+            "{name}"
+        );
+    }
+}
+
+#[test]
 fn a_coloured_diff_is_exit_2_saying_how_to_get_a_plain_one() {
     let dir = tempfile::tempdir().unwrap();
     // What `git diff --color=always` writes: every header line starts with an escape.
