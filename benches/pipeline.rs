@@ -94,6 +94,10 @@ fn diff_benches(c: &mut Criterion) {
                 .collect::<Result<Vec<()>, ()>>()
         })
     });
+    // The secret pre-pass's search for keywords over the whole text (one core).
+    g.bench_function("secret_keywords", |b| {
+        b.iter(|| reviewbot::redact::keyword_starts(black_box(text.as_str())))
+    });
     g.finish();
 }
 

@@ -170,12 +170,32 @@ pub fn escape(text: &str) -> std::borrow::Cow<'_, str> {
 
 fn entry(c: char) -> Option<&'static (u32, u32, Hidden, &'static str)> {
     let cp = u32::from(c);
-    if cp < 0x80 {
+    if cp < 0x80 || BLOCKS.get(cp as usize >> 6) == Some(&false) {
         return None;
     }
+    search(cp)
+}
+
+fn search(cp: u32) -> Option<&'static (u32, u32, Hidden, &'static str)> {
     let i = TABLE.partition_point(|e| e.1 < cp);
     TABLE.get(i).filter(|e| e.0 <= cp)
 }
+
+/// For each block of 64 code points below U+10000, whether [`TABLE`] has one of them: text in
+/// most scripts never meets one, and a lookup here spares searching the table per character.
+const BLOCKS: [bool; 1024] = {
+    let mut blocks = [false; 1024];
+    let mut i = 0;
+    while i < TABLE.len() {
+        let mut b = TABLE[i].0 as usize >> 6;
+        while b < blocks.len() && b <= TABLE[i].1 as usize >> 6 {
+            blocks[b] = true;
+            b += 1;
+        }
+        i += 1;
+    }
+    blocks
+};
 
 #[cfg(test)]
 mod tests {
@@ -191,6 +211,9 @@ mod tests {
             }
         }
         // And what the filter is for: common scripts pass without a lookup.
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            assert_eq!(entry(c), search(u32::from(c)), "U+{:04X}", u32::from(c));
+        }
         assert!(!may_hold_hidden("naïve café, Ελληνικά, русский, 中文"));
         assert!(may_hold_hidden("a\u{202E}b"));
     }

@@ -185,11 +185,13 @@ impl FileCtx {
         let lang = lang_of(path);
         // Searchers built once: building one per needle per file cost more than searching
         // on a diff of thousands of small files.
+        // A conflict marker counts only at the start of an added line: so anchored, the search
+        // skips the `<` and `>` of markup at the speed of a rare pair of bytes.
         static NEEDLES: LazyLock<[memmem::Finder<'static>; 8]> = LazyLock::new(|| {
             [
-                "<<<<<<<",
-                ">>>>>>>",
-                "|||||||",
+                "\n+<<<<<<<",
+                "\n+>>>>>>>",
+                "\n+|||||||",
                 "dbg!",
                 "console.log",
                 "debugger",
@@ -199,9 +201,11 @@ impl FileCtx {
             .map(memmem::Finder::new)
         });
         let has = |i: usize| NEEDLES[i].find(text.as_bytes()).is_some();
+        let added_marker =
+            |i: usize| has(i) || text.as_bytes().starts_with(&NEEDLES[i].needle()[1..]);
         FileCtx {
             lang,
-            conflicts: has(0) || has(1) || has(2),
+            conflicts: added_marker(0) || added_marker(1) || added_marker(2),
             unicode: !text.is_ascii(),
             dbg: lang == Lang::Rust && has(3),
             console: lang == Lang::Js && !printing_allowed(path) && has(4),
@@ -470,7 +474,8 @@ fn unicode_hits(text: &str, first_line: bool) -> (Vec<char>, Vec<char>, Vec<char
     let mut chars = text.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
         let next = chars.peek().map(|&(_, c)| c);
-        match unicode::hidden(c) {
+        let kind = unicode::hidden(c);
+        match kind {
             Some(Hidden::Bidi) => bidi.push(c),
             // Subdivision flags: U+1F3F4, tag letters, U+E007F CANCEL TAG.
             Some(Hidden::Tag) if !in_flag => tags.push(c),
@@ -494,7 +499,7 @@ fn unicode_hits(text: &str, first_line: bool) -> (Vec<char>, Vec<char>, Vec<char
         }
         if c == '\u{1F3F4}' {
             in_flag = true;
-        } else if unicode::hidden(c) != Some(Hidden::Tag) || c == '\u{E007F}' {
+        } else if kind != Some(Hidden::Tag) || c == '\u{E007F}' {
             in_flag = false;
         }
         prev = Some(c);

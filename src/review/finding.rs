@@ -48,10 +48,18 @@ impl Finding {
             let clamped = s.max(h.range(side).start);
             start_line = (clamped < line).then_some(clamped);
         }
-        let fingerprint = match file {
-            Some(f) if in_diff => {
-                let first = start_line.unwrap_or(line);
-                let lines = (first..=line).filter_map(|n| diff.line_text(f, side, n));
+        let fingerprint = match hunk {
+            // The range lies in one hunk (clamped above): its lines in one walk of the hunk,
+            // where looking each line up walked the hunk again for every line of the range.
+            Some(h) => {
+                let range = start_line.unwrap_or(line)..=line;
+                let lines = diff
+                    .hunk_lines(h)
+                    .filter(|l| match side {
+                        Side::Left => l.old.is_some_and(|n| range.contains(&n)),
+                        Side::Right => l.new.is_some_and(|n| range.contains(&n)),
+                    })
+                    .map(|l| l.text);
                 fingerprint(&path, side, lines)
             }
             // Off the diff there is no text to hash; the place is the best we have.
