@@ -169,11 +169,11 @@ pub fn escape(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 fn entry(c: char) -> Option<&'static (u32, u32, Hidden, &'static str)> {
-    let cp = u32::from(c);
-    if cp < 0x80 || BLOCKS.get(cp as usize >> 6) == Some(&false) {
+    let cp = u32::from(c) as usize;
+    if cp < 0x80 || BMP.get(cp >> 6).is_some_and(|bits| bits & 1 << (cp & 63) == 0) {
         return None;
     }
-    search(cp)
+    search(cp as u32)
 }
 
 fn search(cp: u32) -> Option<&'static (u32, u32, Hidden, &'static str)> {
@@ -181,20 +181,21 @@ fn search(cp: u32) -> Option<&'static (u32, u32, Hidden, &'static str)> {
     TABLE.get(i).filter(|e| e.0 <= cp)
 }
 
-/// For each block of 64 code points below U+10000, whether [`TABLE`] has one of them: text in
-/// most scripts never meets one, and a lookup here spares searching the table per character.
-const BLOCKS: [bool; 1024] = {
-    let mut blocks = [false; 1024];
+/// One bit for each code point below U+10000, set where [`TABLE`] has it: text in most
+/// scripts (and the U+FFFD a lossy decoding leaves) never meets one, and a bit here spares
+/// searching the table for every character.
+const BMP: [u64; 1024] = {
+    let mut bits = [0u64; 1024];
     let mut i = 0;
     while i < TABLE.len() {
-        let mut b = TABLE[i].0 as usize >> 6;
-        while b < blocks.len() && b <= TABLE[i].1 as usize >> 6 {
-            blocks[b] = true;
-            b += 1;
+        let mut cp = TABLE[i].0 as usize;
+        while cp <= TABLE[i].1 as usize && cp < 0x10000 {
+            bits[cp >> 6] |= 1 << (cp & 63);
+            cp += 1;
         }
         i += 1;
     }
-    blocks
+    bits
 };
 
 #[cfg(test)]
