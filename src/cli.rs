@@ -3,6 +3,7 @@
 //! 0 review done · 1 `--fail-on` threshold met · 2 usage, config or input error ·
 //! 3 runtime failure (every lens failed).
 
+use std::borrow::Cow;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -484,22 +485,22 @@ fn read_diff(path: &Path) -> Result<Diff, CliError> {
         (name, read)
     };
     crate::timing::mark("read");
-    let parsed = match read {
-        DiffFile::Text(text) => {
-            crate::timing::mark("decoded");
-            Diff::parse_static(text)
-        }
+    let (text, lossy) = match read {
+        DiffFile::Text(text) => (Cow::Borrowed(text), false),
+        // Diffs of Latin-1 or mixed files are still reviewable: undecodable bytes become U+FFFD.
         DiffFile::Bytes(bytes) => {
-            // Diffs of Latin-1 or mixed files are still reviewable: undecodable bytes become U+FFFD.
             let (text, lossy) = crate::diff::text_from_bytes(bytes);
-            crate::timing::mark("decoded");
-            if lossy {
-                eprintln!(
-                    "notice: {name} is not valid UTF-8; undecodable bytes are shown as \u{FFFD}"
-                );
-            }
-            Diff::parse(text)
+            (Cow::Owned(text), lossy)
         }
+        DiffFile::Undecoded(bytes) => (Cow::Owned(crate::diff::lossy_text(bytes)), true),
+    };
+    crate::timing::mark("decoded");
+    if lossy {
+        eprintln!("notice: {name} is not valid UTF-8; undecodable bytes are shown as \u{FFFD}");
+    }
+    let parsed = match text {
+        Cow::Borrowed(text) => Diff::parse_static(text),
+        Cow::Owned(text) => Diff::parse(text),
     };
     crate::timing::mark("parsed");
     parsed.map_err(|e| match e.coloured {
@@ -512,10 +513,14 @@ fn read_diff(path: &Path) -> Result<Diff, CliError> {
 enum DiffFile {
     Text(&'static str),
     Bytes(Vec<u8>),
+    /// Read into memory that is never freed, and not UTF-8.
+    Undecoded(&'static [u8]),
 }
 
 /// From this size on, a diff file is read into memory backed by huge pages.
-const HUGE_PAGES_FROM: u64 = 2 << 20;
+const HUGE_PAGES_FROM: u64 = 1 << 20;
+/// The size of a huge page, which the memory is a multiple of.
+const HUGE_PAGE: usize = 2 << 20;
 
 /// Reads a diff file. One of [`HUGE_PAGES_FROM`] or more is read into memory the kernel is
 /// asked to back with huge pages: taking a fresh 4 KiB page at a time was most of the time
@@ -531,22 +536,26 @@ fn read_file(path: &Path) -> std::io::Result<DiffFile> {
         return Ok(DiffFile::Bytes(bytes));
     }
     let len = usize::try_from(len).map_err(|_| std::io::Error::other("the file is too large"))?;
-    let mut map = memmap2::MmapOptions::new().len(len).map_anon()?;
-    // Advice: where huge pages are off, this is ordinary memory.
+    // Whole huge pages: the last one is the file's too. Advice only: where huge pages are
+    // off, this is ordinary memory.
+    let mut map = memmap2::MmapOptions::new()
+        .len(len.next_multiple_of(HUGE_PAGE))
+        .map_anon()?;
     let _ = map.advise(memmap2::Advice::HugePage);
-    file.read_exact(&mut map)?;
+    file.read_exact(&mut map[..len])?;
     let mut more = Vec::new();
     file.read_to_end(&mut more)?;
     if !more.is_empty() {
         // The file grew while it was read: all of it, as a smaller one would be read.
-        let mut bytes = map.to_vec();
+        let mut bytes = map[..len].to_vec();
         bytes.append(&mut more);
         return Ok(DiffFile::Bytes(bytes));
     }
-    let bytes: &'static [u8] = Box::leak(Box::new(map));
+    let map: &'static memmap2::MmapMut = Box::leak(Box::new(map));
+    let bytes = &map[..len];
     Ok(match std::str::from_utf8(bytes) {
         Ok(text) => DiffFile::Text(text),
-        Err(_) => DiffFile::Bytes(bytes.to_vec()),
+        Err(_) => DiffFile::Undecoded(bytes),
     })
 }
 

@@ -170,7 +170,11 @@ pub fn escape(text: &str) -> std::borrow::Cow<'_, str> {
 
 fn entry(c: char) -> Option<&'static (u32, u32, Hidden, &'static str)> {
     let cp = u32::from(c) as usize;
-    if cp < 0x80 || BMP.get(cp >> 6).is_some_and(|bits| bits & 1 << (cp & 63) == 0) {
+    if cp < 0x80
+        || BMP
+            .get(cp >> 6)
+            .is_some_and(|bits| bits & 1 << (cp & 63) == 0)
+    {
         return None;
     }
     search(cp as u32)

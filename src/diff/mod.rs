@@ -317,12 +317,16 @@ impl Diff {
 /// and the rest of its bytes. Valid input is not copied; invalid input is decoded in runs
 /// (`from_utf8` between the bad bytes is several times faster than a chunk iterator).
 pub fn text_from_bytes(bytes: Vec<u8>) -> (String, bool) {
-    let bytes = match String::from_utf8(bytes) {
-        Ok(text) => return (text, false),
-        Err(e) => e.into_bytes(),
-    };
+    match String::from_utf8(bytes) {
+        Ok(text) => (text, false),
+        Err(e) => (lossy_text(e.as_bytes()), true),
+    }
+}
+
+/// `bytes` decoded as [`text_from_bytes`] decodes input that is not UTF-8.
+pub fn lossy_text(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() + bytes.len() / 16);
-    let mut rest = bytes.as_slice();
+    let mut rest = bytes;
     while !rest.is_empty() {
         match std::str::from_utf8(rest) {
             Ok(valid) => {
@@ -339,7 +343,7 @@ pub fn text_from_bytes(bytes: Vec<u8>) -> (String, bool) {
             }
         }
     }
-    (out, true)
+    out
 }
 
 /// One file record as GitHub's files API gives it.

@@ -434,7 +434,7 @@ fn latin1_bytes_keep_their_lines_and_the_rest_of_their_text() {
 
 #[test]
 fn a_diff_file_of_megabytes_reads_as_the_same_diff_from_standard_input() {
-    // Files from 2 MiB on are read another way (into memory backed by huge pages): the
+    // Files from 1 MiB on are read another way (into memory backed by huge pages): the
     // review must be the one the same bytes give on standard input, UTF-8 or not.
     let dir = tempfile::tempdir().unwrap();
     let head = "diff --git a/app.py b/app.py\n--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,3 @@\n \
