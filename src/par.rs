@@ -2,8 +2,10 @@
 
 use std::sync::OnceLock;
 
-/// Below this much input, one thread is faster than starting more.
-pub const PARALLEL_FROM_BYTES: usize = 256 * 1024;
+/// Below this much input, one thread is faster than starting more. Measured on two cores
+/// that gain little from running two threads at once (docs/benchmarks.md): from 256 KiB to
+/// 2 MiB, the diffs in between ran 4 to 16% faster on one thread.
+pub const PARALLEL_FROM_BYTES: usize = 2 * 1024 * 1024;
 
 /// How many threads CPU work may use (read once: it reads cgroup files).
 pub fn threads() -> usize {
@@ -69,12 +71,20 @@ mod tests {
 
     #[test]
     fn results_keep_the_order_of_the_items() {
-        let items: Vec<String> = (0..2000).map(|i| format!("{i:0>300}")).collect();
+        // Enough to be shared out, not done on the calling thread alone.
+        let n = PARALLEL_FROM_BYTES / 300 + 1000;
+        let items: Vec<String> = (0..n).map(|i| format!("{i:0>300}")).collect();
         let out = map_shares(&items, String::len, |share| {
             share.iter().map(|s| s.len() + 1).collect()
         });
-        assert_eq!(out.len(), 2000);
+        assert_eq!(out.len(), n);
         assert!(out.iter().all(|&n| n == 301));
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        map_shares(&items, String::len, |share| {
+            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            share.to_vec()
+        });
+        assert_eq!(calls.into_inner(), threads(), "one share per thread");
         let firsts = map_shares(&items, String::len, |share| share.to_vec());
         assert_eq!(firsts, items);
         assert!(map_shares(&Vec::<String>::new(), String::len, |s| s.to_vec()).is_empty());

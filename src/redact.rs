@@ -483,6 +483,8 @@ pub const GENERIC_PATTERN: &str = concat!(
     r"([A-Za-z0-9_.=+/~!@#$%^&*-]{10,})",
     r"(?:[`'\x22;,\s]|\\[nrt]|$)",
 );
+/// The pattern compiled, for the tests that hold [`generic_keys`] to it.
+#[cfg(test)]
 static GENERIC_RE: LazyLock<Regex> = LazyLock::new(|| compile(GENERIC_PATTERN));
 /// Name characters the generic pattern allows after its keyword.
 const GENERIC_MAX_GAP: usize = 20;
@@ -920,23 +922,179 @@ const GENERIC_MAX_VALUE: usize = 150;
 
 /// The generic rule's matches in `text`, searched from `from`, the first of
 /// [`generic_candidates`] (no match starts before it).
+///
+/// [`GENERIC_PATTERN`] is matched by hand at each candidate in turn, which is what the regex's
+/// leftmost-first search finds (the property test `the_generic_match_is_the_patterns` holds
+/// the two together): compiling the pattern and building its automaton's states was most of
+/// the secret pass on a small diff. Every part of the pattern after the keyword has one way to
+/// match, except the operator's alternatives, tried in the pattern's order.
 fn generic_keys(text: &str, from: usize, found: &mut Vec<SecretMatch>) {
-    // One unanchored search, match after match, from the first place a match can start. (Run
-    // anchored at each candidate instead, a long value run with no end, such as `key=` ten
-    // thousand times, was scanned again from every candidate in it.)
-    let mut at = from;
-    while let Some(caps) = GENERIC_RE.captures_at(text, at) {
-        let (Some(all), Some(value)) = (caps.get(0), caps.get(1)) else {
-            break;
-        };
-        at = value.end().max(next_char(text, all.start()));
-        if value.len() <= GENERIC_MAX_VALUE && plausible_generic(value.as_str()) {
+    for value in generic_values(text, from) {
+        if value.len() <= GENERIC_MAX_VALUE && plausible_generic(&text[value.clone()]) {
             found.push(SecretMatch {
                 rule: GENERIC,
-                range: value.range(),
+                range: value,
             });
         }
     }
+}
+
+/// The values [`GENERIC_PATTERN`] captures in `text` from `from`, match after match.
+fn generic_values(text: &str, from: usize) -> Vec<std::ops::Range<usize>> {
+    let mut values = Vec::new();
+    let mut at = from;
+    // The value run last measured: a run with no end that holds a candidate every few bytes
+    // (`key=` ten thousand times) is measured once, not again from every candidate in it.
+    let mut run = ValueRun::default();
+    each_generic_candidate(text, |start| {
+        if start >= at
+            && let Some(value) = generic_match_at(text, start, &mut run)
+        {
+            at = value.end.max(next_char(text, start));
+            values.push(value);
+        }
+        true
+    });
+    values
+}
+
+/// The keywords of [`GENERIC_PATTERN`], in its order; `passw(?:or)?d` is its two words.
+const GENERIC_KEYWORDS: [&str; 11] = [
+    "access",
+    "auth",
+    "api",
+    "credential",
+    "creds",
+    "key",
+    "password",
+    "passwd",
+    "pwd",
+    "secret",
+    "token",
+];
+
+/// The end of the keyword [`GENERIC_PATTERN`] matches at `at` of `bytes`, letters in any case
+/// (and `K`, `ſ` for `k`, `s`, as case folding has it).
+fn generic_keyword_end(bytes: &[u8], at: usize) -> Option<usize> {
+    const KELVIN: &[u8] = "\u{212A}".as_bytes();
+    const LONG_S: &[u8] = "\u{17F}".as_bytes();
+    GENERIC_KEYWORDS.iter().find_map(|word| {
+        let mut i = at;
+        for &letter in word.as_bytes() {
+            let rest = bytes.get(i..).unwrap_or_default();
+            i += match rest.first() {
+                Some(&b) if b.eq_ignore_ascii_case(&letter) => 1,
+                _ if letter == b'k' && rest.starts_with(KELVIN) => KELVIN.len(),
+                _ if letter == b's' && rest.starts_with(LONG_S) => LONG_S.len(),
+                _ => return None,
+            };
+        }
+        Some(i)
+    })
+}
+
+/// The length of the character at `at` if it is in a class that case folding widens with
+/// `K` and `ſ`: `ascii` says which ASCII bytes are in it.
+fn folded_char_at(bytes: &[u8], at: usize, ascii: impl Fn(u8) -> bool) -> Option<usize> {
+    let rest = bytes.get(at..).unwrap_or_default();
+    match rest.first() {
+        Some(&b) if b < 0x80 => ascii(b).then_some(1),
+        _ if rest.starts_with("\u{212A}".as_bytes()) => Some(3),
+        _ if rest.starts_with("\u{17F}".as_bytes()) => Some(2),
+        _ => None,
+    }
+}
+
+/// A run of [`GENERIC_PATTERN`]'s value characters, measured: any place in it ends there too,
+/// with what follows the same.
+#[derive(Debug, Default)]
+struct ValueRun {
+    start: usize,
+    end: usize,
+    /// What follows ends a value as the pattern requires.
+    ended: bool,
+}
+
+/// The value [`GENERIC_PATTERN`] captures when it matches starting at `start`, if it does.
+fn generic_match_at(
+    text: &str,
+    start: usize,
+    run: &mut ValueRun,
+) -> Option<std::ops::Range<usize>> {
+    let bytes = text.as_bytes();
+    let blanks = |mut i: usize| {
+        while matches!(bytes.get(i), Some(b' ' | b'\t')) {
+            i += 1;
+        }
+        i
+    };
+    let mut i = generic_keyword_end(bytes, start)?;
+    // `[a-z0-9_.-]{0,20}`: none of those is a quote, a blank or an operator, so the name is
+    // all of them up to 20, and a 21st leaves no way on.
+    for _ in 0..GENERIC_MAX_GAP {
+        match folded_char_at(bytes, i, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')
+        }) {
+            Some(n) => i += n,
+            None => break,
+        }
+    }
+    if matches!(bytes.get(i), Some(b'\'' | b'"')) {
+        i += 1;
+    }
+    let op = blanks(i);
+    let ops: &[&[u8]] = &[b":=", b"=>", b"=", b":"];
+    ops.iter()
+        .filter(|o| bytes[op..].starts_with(o))
+        .find_map(|o| {
+            let mut v = blanks(op + o.len());
+            if matches!(bytes.get(v), Some(b'`' | b'\'' | b'"')) {
+                v += 1;
+            }
+            let (end, ended) = value_run_end(text, v, run);
+            if !ended {
+                return None;
+            }
+            let enough = {
+                let mut n = 0;
+                let mut j = v;
+                while n < GENERIC_MIN_VALUE && j < end {
+                    j += folded_char_at(bytes, j, |b| VALUE_BYTES[usize::from(b)]).unwrap_or(1);
+                    n += 1;
+                }
+                n >= GENERIC_MIN_VALUE
+            };
+            enough.then_some(v..end)
+        })
+}
+
+/// Where the run of value characters that `at` starts ends, and whether what follows ends a
+/// value; from the last run measured when `at` lies in it.
+fn value_run_end(text: &str, at: usize, run: &mut ValueRun) -> (usize, bool) {
+    if (run.start..run.end).contains(&at) {
+        return (run.end, run.ended);
+    }
+    let bytes = text.as_bytes();
+    let mut end = at;
+    while let Some(n) = folded_char_at(bytes, end, |b| VALUE_BYTES[usize::from(b)]) {
+        end += n;
+    }
+    // `(?:[`'"];,\s]|\\[nrt]|$)`, case-insensitive.
+    let ended = match text[end..].chars().next() {
+        None => true,
+        Some(c) if matches!(c, '`' | '\'' | '"' | ';' | ',') || c.is_whitespace() => true,
+        Some('\\') => matches!(
+            bytes.get(end + 1).map(|b| b | 0x20),
+            Some(b'n' | b'r' | b't')
+        ),
+        Some(_) => false,
+    };
+    *run = ValueRun {
+        start: at,
+        end,
+        ended,
+    };
+    (end, ended)
 }
 
 /// Where the generic rule may match in `text`, in order: every start of a generic keyword
@@ -1938,6 +2096,47 @@ pub(crate) mod tests {
             let mut whole = secret_values_of(&text, find_secrets(&text));
             whole.sort();
             prop_assert_eq!(by_regions, whole);
+        }
+
+        #[test]
+        fn the_generic_match_is_the_patterns(
+            pieces in prop::collection::vec(prop::sample::select(vec![
+                "key", "KEY", "Api", "token", "SeCrEt", "passwd", "password", "Pwd", "cred",
+                "credentials", "creds", "auth", "access", "ke", "y", "_", ".", "-", "x", "9",
+                "\u{212A}", "\u{17F}", "é", "\"", "'", "`", " ", "\t", "=", "==", ":", ":=",
+                "=>", ";", ",", "\\n", "\\N", "\\x", "\n", "\u{A0}", "\u{2028}", "(", "<",
+                "abcdefghij0123", "Zx9Qw7Er5Ty3Ui1", "q8W", "aaaaaaaaaaaaaaaaaaa", "+/~!@#$%^&*",
+            ]), 0..48),
+            assignments in prop::collection::vec(
+                (
+                    prop::sample::select(vec!["key", "Token", "\u{212A}ey", "pa\u{17F}\u{17F}word", "creds", "x"]),
+                    "[a-z_\u{17F}]{0,25}",
+                    prop::sample::select(vec!["=", ": ", " := ", "=>", "='", ":\"", "::", "= \t`", ":==", ":=="]),
+                    prop::sample::select(vec![8usize, 9, 10, 11, 12, 150, 151]),
+                    prop::sample::select(vec![ALNUM, "aB3\u{212A}\u{17F}=+/~!@#$%^&*-_.é "]),
+                    any::<u64>(),
+                    prop::sample::select(vec!["", "\n", "'", ";", "(", "\\n", "\\T", " x", "\u{3000}"]),
+                ),
+                0..4,
+            ),
+        ) {
+            let mut text = pieces.concat();
+            for (keyword, gap, op, len, alphabet, seed, end) in &assignments {
+                let value = format!("{}7q", rand(alphabet, len - 2, *seed));
+                text.push_str(&format!("{keyword}{gap}{op}{value}{end}"));
+            }
+            // What the pattern itself captures, match after match as the search used to run.
+            let mut by_regex = Vec::new();
+            let mut at = 0;
+            while let Some(caps) = GENERIC_RE.captures_at(&text, at) {
+                let (all, value) = (caps.get(0).unwrap(), caps.get(1).unwrap());
+                at = value.end().max(next_char(&text, all.start()));
+                by_regex.push(value.range());
+            }
+            let by_hand = first_generic_candidate(&text)
+                .map(|from| generic_values(&text, from))
+                .unwrap_or_default();
+            prop_assert_eq!(by_hand, by_regex, "{:?}", text);
         }
 
         #[test]
