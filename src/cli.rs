@@ -493,6 +493,7 @@ fn read_diff(path: &Path) -> Result<Diff, CliError> {
             (Cow::Owned(text), lossy)
         }
         DiffFile::Undecoded(bytes) => (Cow::Owned(crate::diff::lossy_text(bytes)), true),
+        DiffFile::Decoded(text) => (Cow::Borrowed(text), true),
     };
     crate::timing::mark("decoded");
     if lossy {
@@ -515,6 +516,8 @@ enum DiffFile {
     Bytes(Vec<u8>),
     /// Read into memory that is never freed, and not UTF-8.
     Undecoded(&'static [u8]),
+    /// Not UTF-8, decoded into memory that is never freed.
+    Decoded(&'static str),
 }
 
 /// From this size on, a diff file is read into memory backed by huge pages.
@@ -555,8 +558,23 @@ fn read_file(path: &Path) -> std::io::Result<DiffFile> {
     let bytes = &map[..len];
     Ok(match std::str::from_utf8(bytes) {
         Ok(text) => DiffFile::Text(text),
-        Err(_) => DiffFile::Undecoded(bytes),
+        Err(_) => match decode_into_huge_pages(bytes) {
+            Some(text) => DiffFile::Decoded(text),
+            None => DiffFile::Undecoded(bytes),
+        },
     })
+}
+
+/// `bytes`, not UTF-8, decoded into huge-page memory of its own (never freed either): a
+/// string of fresh small pages cost as much again as the decoding.
+fn decode_into_huge_pages(bytes: &[u8]) -> Option<&'static str> {
+    // Room for the worst case, each byte a replacement character; untouched, it costs nothing.
+    let room = bytes.len().checked_mul(3)?.next_multiple_of(HUGE_PAGE);
+    let mut out = memmap2::MmapOptions::new().len(room).map_anon().ok()?;
+    let _ = out.advise(memmap2::Advice::HugePage);
+    let n = crate::diff::lossy_text_into(bytes, &mut out);
+    let out: &'static memmap2::MmapMut = Box::leak(Box::new(out));
+    std::str::from_utf8(&out[..n]).ok()
 }
 
 /// `No such file or directory` without Rust's `(os error 2)` suffix.

@@ -323,6 +323,31 @@ pub fn text_from_bytes(bytes: Vec<u8>) -> (String, bool) {
     }
 }
 
+/// `bytes` decoded as [`lossy_text`] decodes them, written into `out` (which must hold three
+/// bytes for every one of `bytes`). Returns the length written, UTF-8 by construction.
+pub fn lossy_text_into(bytes: &[u8], out: &mut [u8]) -> usize {
+    const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
+    let mut rest = bytes;
+    let mut n = 0;
+    while !rest.is_empty() {
+        let (valid, bad) = match std::str::from_utf8(rest) {
+            Ok(valid) => (valid.len(), 0),
+            Err(e) => (
+                e.valid_up_to(),
+                e.error_len().unwrap_or(rest.len() - e.valid_up_to()),
+            ),
+        };
+        out[n..n + valid].copy_from_slice(&rest[..valid]);
+        n += valid;
+        if bad > 0 {
+            out[n..n + REPLACEMENT.len()].copy_from_slice(REPLACEMENT);
+            n += REPLACEMENT.len();
+        }
+        rest = &rest[valid + bad..];
+    }
+    n
+}
+
 /// `bytes` decoded as [`text_from_bytes`] decodes input that is not UTF-8.
 pub fn lossy_text(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() + bytes.len() / 16);

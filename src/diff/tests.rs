@@ -1231,6 +1231,11 @@ proptest! {
         let (text, lossy) = super::text_from_bytes(bytes.clone());
         prop_assert_eq!(&text, &String::from_utf8_lossy(&bytes));
         prop_assert_eq!(lossy, std::str::from_utf8(&bytes).is_err());
+        // Written into a buffer of its own, as the CLI decodes a big file.
+        let mut out = vec![0; bytes.len() * 3];
+        let n = super::lossy_text_into(&bytes, &mut out);
+        let expected = String::from_utf8_lossy(&bytes);
+        prop_assert_eq!(&out[..n], expected.as_bytes());
     }
 
     #[test]
