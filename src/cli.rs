@@ -539,12 +539,7 @@ fn read_file(path: &Path) -> std::io::Result<DiffFile> {
         return Ok(DiffFile::Bytes(bytes));
     }
     let len = usize::try_from(len).map_err(|_| std::io::Error::other("the file is too large"))?;
-    // Whole huge pages: the last one is the file's too. Advice only: where huge pages are
-    // off, this is ordinary memory.
-    let mut map = memmap2::MmapOptions::new()
-        .len(len.next_multiple_of(HUGE_PAGE))
-        .map_anon()?;
-    let _ = map.advise(memmap2::Advice::HugePage);
+    let mut map = huge_page_memory(len)?;
     file.read_exact(&mut map[..len])?;
     let mut more = Vec::new();
     file.read_to_end(&mut more)?;
@@ -565,13 +560,22 @@ fn read_file(path: &Path) -> std::io::Result<DiffFile> {
     })
 }
 
+/// At least `len` bytes of zeroed memory, in whole huge pages (the last one is used too). The
+/// kernel is only advised to back it with huge pages: where they are off, this is ordinary
+/// memory, and pages never touched cost nothing either way.
+fn huge_page_memory(len: usize) -> std::io::Result<memmap2::MmapMut> {
+    let map = memmap2::MmapOptions::new()
+        .len(len.next_multiple_of(HUGE_PAGE))
+        .map_anon()?;
+    let _ = map.advise(memmap2::Advice::HugePage);
+    Ok(map)
+}
+
 /// `bytes`, not UTF-8, decoded into huge-page memory of its own (never freed either): a
 /// string of fresh small pages cost as much again as the decoding.
 fn decode_into_huge_pages(bytes: &[u8]) -> Option<&'static str> {
-    // Room for the worst case, each byte a replacement character; untouched, it costs nothing.
-    let room = bytes.len().checked_mul(3)?.next_multiple_of(HUGE_PAGE);
-    let mut out = memmap2::MmapOptions::new().len(room).map_anon().ok()?;
-    let _ = out.advise(memmap2::Advice::HugePage);
+    // Room for the worst case, each byte a replacement character.
+    let mut out = huge_page_memory(bytes.len().checked_mul(3)?).ok()?;
     let n = crate::diff::lossy_text_into(bytes, &mut out);
     let out: &'static memmap2::MmapMut = Box::leak(Box::new(out));
     std::str::from_utf8(&out[..n]).ok()

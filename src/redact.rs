@@ -958,6 +958,11 @@ fn generic_values(text: &str, from: usize) -> Vec<std::ops::Range<usize>> {
     values
 }
 
+/// The two characters case folding lets stand for ASCII letters: `K` (U+212A) for `k` and `ſ`
+/// for `s`. The generic pattern is case-insensitive, so its classes hold them too.
+const KELVIN: &[u8] = "\u{212A}".as_bytes();
+const LONG_S: &[u8] = "\u{17F}".as_bytes();
+
 /// The keywords of [`GENERIC_PATTERN`], in its order; `passw(?:or)?d` is its two words.
 const GENERIC_KEYWORDS: [&str; 11] = [
     "access",
@@ -976,8 +981,6 @@ const GENERIC_KEYWORDS: [&str; 11] = [
 /// The end of the keyword [`GENERIC_PATTERN`] matches at `at` of `bytes`, letters in any case
 /// (and `K`, `ſ` for `k`, `s`, as case folding has it).
 fn generic_keyword_end(bytes: &[u8], at: usize) -> Option<usize> {
-    const KELVIN: &[u8] = "\u{212A}".as_bytes();
-    const LONG_S: &[u8] = "\u{17F}".as_bytes();
     GENERIC_KEYWORDS.iter().find_map(|word| {
         let mut i = at;
         for &letter in word.as_bytes() {
@@ -999,8 +1002,8 @@ fn folded_char_at(bytes: &[u8], at: usize, ascii: impl Fn(u8) -> bool) -> Option
     let rest = bytes.get(at..).unwrap_or_default();
     match rest.first() {
         Some(&b) if b < 0x80 => ascii(b).then_some(1),
-        _ if rest.starts_with("\u{212A}".as_bytes()) => Some(3),
-        _ if rest.starts_with("\u{17F}".as_bytes()) => Some(2),
+        _ if rest.starts_with(KELVIN) => Some(KELVIN.len()),
+        _ if rest.starts_with(LONG_S) => Some(LONG_S.len()),
         _ => None,
     }
 }
@@ -1022,19 +1025,11 @@ fn generic_match_at(
     run: &mut ValueRun,
 ) -> Option<std::ops::Range<usize>> {
     let bytes = text.as_bytes();
-    let blanks = |mut i: usize| {
-        while matches!(bytes.get(i), Some(b' ' | b'\t')) {
-            i += 1;
-        }
-        i
-    };
     let mut i = generic_keyword_end(bytes, start)?;
     // `[a-z0-9_.-]{0,20}`: none of those is a quote, a blank or an operator, so the name is
     // all of them up to 20, and a 21st leaves no way on.
     for _ in 0..GENERIC_MAX_GAP {
-        match folded_char_at(bytes, i, |b| {
-            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')
-        }) {
+        match folded_char_at(bytes, i, |b| NAME_BYTES[usize::from(b)] != 0) {
             Some(n) => i += n,
             None => break,
         }
@@ -1042,29 +1037,31 @@ fn generic_match_at(
     if matches!(bytes.get(i), Some(b'\'' | b'"')) {
         i += 1;
     }
-    let op = blanks(i);
-    let ops: &[&[u8]] = &[b":=", b"=>", b"=", b":"];
-    ops.iter()
-        .filter(|o| bytes[op..].starts_with(o))
-        .find_map(|o| {
-            let mut v = blanks(op + o.len());
-            if matches!(bytes.get(v), Some(b'`' | b'\'' | b'"')) {
-                v += 1;
-            }
-            let (end, ended) = value_run_end(text, v, run);
-            if !ended {
-                return None;
-            }
-            let enough = {
-                let mut n = 0;
-                let mut j = v;
-                while n < GENERIC_MIN_VALUE && j < end {
-                    j += folded_char_at(bytes, j, |b| VALUE_BYTES[usize::from(b)]).unwrap_or(1);
-                    n += 1;
-                }
-                n >= GENERIC_MIN_VALUE
-            };
-            enough.then_some(v..end)
+    let op = blanks(bytes, i);
+    generic_value_starts(bytes, op).find_map(|v| {
+        let (end, ended) = value_run_end(text, v, run);
+        (ended && value_chars_at(bytes, v) >= GENERIC_MIN_VALUE).then_some(v..end)
+    })
+}
+
+/// After the blanks at `i`, where they end.
+fn blanks(bytes: &[u8], mut i: usize) -> usize {
+    while matches!(bytes.get(i), Some(b' ' | b'\t')) {
+        i += 1;
+    }
+    i
+}
+
+/// Where [`GENERIC_PATTERN`]'s value starts after each of its operators that `bytes` has at
+/// `op`, in the pattern's order (`:=`, `=>`, `=`, `:`): past the operator, blanks and an
+/// optional quote. Blanks and quotes are not value characters, so there is no other way.
+fn generic_value_starts(bytes: &[u8], op: usize) -> impl Iterator<Item = usize> + '_ {
+    const OPS: [&[u8]; 4] = [b":=", b"=>", b"=", b":"];
+    OPS.into_iter()
+        .filter(move |o| bytes[op..].starts_with(o))
+        .map(move |o| {
+            let v = blanks(bytes, op + o.len());
+            v + usize::from(matches!(bytes.get(v), Some(b'`' | b'\'' | b'"')))
         })
 }
 
@@ -1076,7 +1073,7 @@ fn value_run_end(text: &str, at: usize, run: &mut ValueRun) -> (usize, bool) {
     }
     let bytes = text.as_bytes();
     let mut end = at;
-    while let Some(n) = folded_char_at(bytes, end, |b| VALUE_BYTES[usize::from(b)]) {
+    while let Some(n) = value_char_at(bytes, end) {
         end += n;
     }
     // `(?:[`'"];,\s]|\\[nrt]|$)`, case-insensitive.
@@ -1132,8 +1129,6 @@ fn each_generic_candidate(text: &str, mut f: impl FnMut(usize) -> bool) {
     // The name before an operator that is looked at: 20 characters after the longest
     // keyword (`credential`).
     const NAME: usize = GENERIC_MAX_GAP + 10;
-    const KELVIN: &[u8] = "\u{212A}".as_bytes();
-    const LONG_S: &[u8] = "\u{17F}".as_bytes();
     let bytes = text.as_bytes();
     for op in memchr::memchr2_iter(b'=', b':', bytes) {
         let mut i = op;
@@ -1187,51 +1182,30 @@ fn each_generic_candidate(text: &str, mut f: impl FnMut(usize) -> bool) {
 }
 
 /// Whether a value as long as [`GENERIC_PATTERN`] needs can follow the operator whose first
-/// byte is at `op`: after `:=`, `=>`, `=` or `:`, blanks and an optional quote, at least
-/// [`GENERIC_MIN_VALUE`] value characters. (Blanks and quotes are not value characters, so
-/// the pattern has no other way to reach the value.)
+/// byte is at `op`: at least [`GENERIC_MIN_VALUE`] value characters.
 fn generic_value_follows(bytes: &[u8], op: usize) -> bool {
-    let long_op = match bytes[op] {
-        b':' => bytes.get(op + 1) == Some(&b'='),
-        _ => bytes.get(op + 1) == Some(&b'>'),
-    };
-    [op + 1, op + 2][..1 + usize::from(long_op)]
-        .iter()
-        .any(|&after| {
-            let mut j = after;
-            while matches!(bytes.get(j), Some(b' ' | b'\t')) {
-                j += 1;
-            }
-            if matches!(bytes.get(j), Some(b'`' | b'\'' | b'"')) {
-                j += 1;
-            }
-            value_chars_at(bytes, j) >= GENERIC_MIN_VALUE
-        })
+    generic_value_starts(bytes, op).any(|v| value_chars_at(bytes, v) >= GENERIC_MIN_VALUE)
 }
 
 /// The shortest value the generic rule matches (`{10,}` in [`GENERIC_PATTERN`]).
 const GENERIC_MIN_VALUE: usize = 10;
 
 /// How many characters of the generic pattern's value class start at `at`, counted up to
-/// [`GENERIC_MIN_VALUE`]. Case folding adds `K` (U+212A) and `ſ` to its ASCII letters.
+/// [`GENERIC_MIN_VALUE`].
 fn value_chars_at(bytes: &[u8], mut at: usize) -> usize {
-    const KELVIN: &[u8] = "\u{212A}".as_bytes();
-    const LONG_S: &[u8] = "\u{17F}".as_bytes();
     let mut n = 0;
-    while n < GENERIC_MIN_VALUE {
-        let Some(&b) = bytes.get(at) else { break };
-        if VALUE_BYTES[usize::from(b)] {
-            at += 1;
-        } else if bytes[at..].starts_with(KELVIN) {
-            at += KELVIN.len();
-        } else if bytes[at..].starts_with(LONG_S) {
-            at += LONG_S.len();
-        } else {
-            break;
-        }
+    while n < GENERIC_MIN_VALUE
+        && let Some(len) = value_char_at(bytes, at)
+    {
+        at += len;
         n += 1;
     }
     n
+}
+
+/// The length of the value character at `at`, if it is one.
+fn value_char_at(bytes: &[u8], at: usize) -> Option<usize> {
+    folded_char_at(bytes, at, |b| VALUE_BYTES[usize::from(b)])
 }
 
 /// The ASCII bytes of the generic pattern's value class, `[A-Za-z0-9_.=+/~!@#$%^&*-]`.

@@ -326,49 +326,52 @@ pub fn text_from_bytes(bytes: Vec<u8>) -> (String, bool) {
 /// `bytes` decoded as [`lossy_text`] decodes them, written into `out` (which must hold three
 /// bytes for every one of `bytes`). Returns the length written, UTF-8 by construction.
 pub fn lossy_text_into(bytes: &[u8], out: &mut [u8]) -> usize {
-    const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
-    let mut rest = bytes;
     let mut n = 0;
-    while !rest.is_empty() {
-        let (valid, bad) = match std::str::from_utf8(rest) {
-            Ok(valid) => (valid.len(), 0),
-            Err(e) => (
-                e.valid_up_to(),
-                e.error_len().unwrap_or(rest.len() - e.valid_up_to()),
-            ),
-        };
-        out[n..n + valid].copy_from_slice(&rest[..valid]);
-        n += valid;
-        if bad > 0 {
-            out[n..n + REPLACEMENT.len()].copy_from_slice(REPLACEMENT);
+    each_lossy_run(bytes, |valid, bad| {
+        out[n..n + valid.len()].copy_from_slice(valid);
+        n += valid.len();
+        if bad {
+            out[n..n + REPLACEMENT.len()].copy_from_slice(REPLACEMENT.as_bytes());
             n += REPLACEMENT.len();
         }
-        rest = &rest[valid + bad..];
-    }
+    });
     n
 }
 
 /// `bytes` decoded as [`text_from_bytes`] decodes input that is not UTF-8.
 pub fn lossy_text(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() + bytes.len() / 16);
+    each_lossy_run(bytes, |valid, bad| {
+        out.push_str(std::str::from_utf8(valid).unwrap_or_default());
+        if bad {
+            out.push_str(REPLACEMENT);
+        }
+    });
+    out
+}
+
+const REPLACEMENT: &str = "\u{FFFD}";
+
+/// Calls `f` with each run of valid UTF-8 in `bytes` and whether an undecodable sequence
+/// follows it: `from_utf8` between the bad bytes is several times faster than a chunk
+/// iterator.
+fn each_lossy_run(bytes: &[u8], mut f: impl FnMut(&[u8], bool)) {
     let mut rest = bytes;
     while !rest.is_empty() {
         match std::str::from_utf8(rest) {
             Ok(valid) => {
-                out.push_str(valid);
+                f(valid.as_bytes(), false);
                 break;
             }
             Err(e) => {
                 let (valid, after) = rest.split_at(e.valid_up_to());
-                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
-                out.push('\u{FFFD}');
+                f(valid, true);
                 rest = after
                     .get(e.error_len().unwrap_or(after.len())..)
                     .unwrap_or_default();
             }
         }
     }
-    out
 }
 
 /// One file record as GitHub's files API gives it.
