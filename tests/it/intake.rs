@@ -636,30 +636,9 @@ async fn a_declared_oversize_body_is_refused_before_it_is_sent() {
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
 }
 
-/// What the intake logs, captured for one test.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn logs_carry_the_delivery_id_and_never_a_body_signature_or_secret() {
-    let logs = Captured::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::TRACE)
-        .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
+    let (logs, _capture) = crate::log_capture::capture();
 
     let s = setup_with("rotated-away,It's a Secret to Everybody", |_| {});
     let mut v: serde_json::Value =
@@ -667,6 +646,22 @@ async fn logs_carry_the_delivery_id_and_never_a_body_signature_or_secret() {
     v["pull_request"]["body"] = "BODY-MARKER".into();
     let body = serde_json::to_vec(&v).unwrap();
     let signature = sign(SECRET, &body);
+    // Another thread, with no subscriber of its own, reaches the intake's log lines first:
+    // what it logs is not this test's, and must not make this test's lines go unlogged.
+    let elsewhere = {
+        let (app, body) = (s.app.clone(), body.clone());
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(post(&app, "pull_request", "guid-elsewhere", body))
+                .0
+        })
+        .join()
+        .unwrap()
+    };
+    assert_eq!(elsewhere, StatusCode::ACCEPTED);
     assert_eq!(
         post(&s.app, "pull_request", "guid-good", body.clone())
             .await
@@ -696,7 +691,7 @@ async fn logs_carry_the_delivery_id_and_never_a_body_signature_or_secret() {
     // The sender is told what was wrong; the log names only the field.
     assert!(text.contains("VALUE-MARKER"), "{text}");
 
-    let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let logged = logs.text();
     for id in ["guid-good", "guid-forged", "guid-unreadable"] {
         assert!(
             logged.contains(&format!("delivery={id}")),
@@ -704,6 +699,7 @@ async fn logs_carry_the_delivery_id_and_never_a_body_signature_or_secret() {
         );
     }
     assert!(logged.contains("field=\"number\""), "{logged}");
+    assert!(!logged.contains("guid-elsewhere"), "{logged}");
     let forged_sig = sign("guess", &body);
     for secret in [
         "BODY-MARKER",

@@ -8,6 +8,7 @@ mod fake_github;
 mod faults;
 mod hardening;
 mod intake;
+mod log_capture;
 mod pr;
 mod serve;
 mod store;
