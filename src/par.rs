@@ -1,6 +1,7 @@
 //! Sharing CPU work on a multi-megabyte diff over the cores, without a thread-pool dependency.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 /// Below this much input, one thread is faster than starting more. Measured on two cores
 /// that gain little from running two threads at once (docs/benchmarks.md): from 256 KiB to
@@ -17,9 +18,14 @@ pub fn threads() -> usize {
     })
 }
 
-/// `work` applied to `items` split into one contiguous share per core, balanced by `bytes`
-/// (so one big file does not leave a core idle); the calling thread takes the first share.
-/// Results come back in the order of `items`.
+/// How many pieces each thread's share is cut into: threads take the next piece as they
+/// finish one, so a piece that costs more per byte than the rest (a file full of `=`, a long
+/// minified line) does not leave a core idle while the other finishes its half.
+const PIECES_PER_THREAD: usize = 16;
+
+/// `work` applied to `items` cut into contiguous pieces of about equal `bytes`, which the
+/// calling thread and one more per core take in turn until none is left. Results come back
+/// in the order of `items`.
 pub fn map_shares<T, R, F>(items: &[T], bytes: impl Fn(&T) -> usize, work: F) -> Vec<R>
 where
     T: Sync,
@@ -35,34 +41,49 @@ where
     if threads == 1 {
         return work(items);
     }
-    let per = total.div_ceil(threads);
-    let mut shares: Vec<&[T]> = Vec::with_capacity(threads);
+    let pieces = cut(items, bytes, total.div_ceil(threads * PIECES_PER_THREAD));
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, Vec<R>)>> = Mutex::new(Vec::with_capacity(pieces.len()));
+    let take = || {
+        let mut mine = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(piece) = pieces.get(i) else { break };
+            mine.push((i, work(piece)));
+        }
+        done.lock().unwrap_or_else(|e| e.into_inner()).extend(mine);
+    };
+    std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(take)).collect();
+        take();
+        for h in helpers {
+            // A panicking piece is a bug; re-raise it on the calling thread.
+            if let Err(panic) = h.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().flat_map(|(_, part)| part).collect()
+}
+
+/// `items` cut into contiguous pieces, each closed once it holds `per` bytes or more.
+fn cut<T>(items: &[T], bytes: impl Fn(&T) -> usize, per: usize) -> Vec<&[T]> {
+    let mut pieces = Vec::new();
     let (mut start, mut acc) = (0, 0);
     for (i, item) in items.iter().enumerate() {
         acc += bytes(item);
-        if acc >= per && shares.len() + 1 < threads {
-            shares.push(&items[start..=i]);
+        if acc >= per {
+            pieces.push(&items[start..=i]);
             start = i + 1;
             acc = 0;
         }
     }
-    shares.push(&items[start..]);
-    let work = &work;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = shares[1..]
-            .iter()
-            .map(|share| scope.spawn(move || work(share)))
-            .collect();
-        let mut out = work(shares[0]);
-        for h in handles {
-            // A panicking share is a bug; re-raise it on the calling thread.
-            match h.join() {
-                Ok(part) => out.extend(part),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-        out
-    })
+    if start < items.len() {
+        pieces.push(&items[start..]);
+    }
+    pieces
 }
 
 #[cfg(test)]
@@ -79,12 +100,16 @@ mod tests {
         });
         assert_eq!(out.len(), n);
         assert!(out.iter().all(|&n| n == 301));
-        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let calls = AtomicUsize::new(0);
         map_shares(&items, String::len, |share| {
-            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            calls.fetch_add(1, Ordering::Relaxed);
             share.to_vec()
         });
-        assert_eq!(calls.into_inner(), threads(), "one share per thread");
+        let calls = calls.into_inner();
+        assert!(
+            threads() == 1 || calls >= threads() * PIECES_PER_THREAD,
+            "{calls} pieces"
+        );
         let firsts = map_shares(&items, String::len, |share| share.to_vec());
         assert_eq!(firsts, items);
         assert!(map_shares(&Vec::<String>::new(), String::len, |s| s.to_vec()).is_empty());
