@@ -476,7 +476,7 @@ fn read_diff(path: &Path) -> Result<Diff, CliError> {
         std::io::stdin().read_to_end(&mut buf).map_err(|e| {
             CliError::Usage(format!("cannot read the diff from standard input: {e}"))
         })?;
-        ("standard input".to_owned(), DiffFile::Bytes(buf))
+        ("standard input".to_owned(), DiffFile::read(buf.leak()))
     } else {
         let name = path.display().to_string();
         let read = read_file(path).map_err(|e| {
@@ -488,10 +488,6 @@ fn read_diff(path: &Path) -> Result<Diff, CliError> {
     let (text, lossy) = match read {
         DiffFile::Text(text) => (Cow::Borrowed(text), false),
         // Diffs of Latin-1 or mixed files are still reviewable: undecodable bytes become U+FFFD.
-        DiffFile::Bytes(bytes) => {
-            let (text, lossy) = crate::diff::text_from_bytes(bytes);
-            (Cow::Owned(text), lossy)
-        }
         DiffFile::Undecoded(bytes) => (Cow::Owned(crate::diff::lossy_text(bytes)), true),
         DiffFile::Decoded(text) => (Cow::Borrowed(text), true),
     };
@@ -510,14 +506,24 @@ fn read_diff(path: &Path) -> Result<Diff, CliError> {
     })
 }
 
-/// A diff file as read: text already checked to be UTF-8, or bytes still to decode.
+/// A diff as read, into memory that is never given back: the process ends after its one
+/// review, and the diff borrows its text from that memory rather than a copy.
 enum DiffFile {
+    /// Checked to be UTF-8.
     Text(&'static str),
-    Bytes(Vec<u8>),
-    /// Read into memory that is never freed, and not UTF-8.
+    /// Not UTF-8, still to decode.
     Undecoded(&'static [u8]),
-    /// Not UTF-8, decoded into memory that is never freed.
+    /// Not UTF-8, decoded.
     Decoded(&'static str),
+}
+
+impl DiffFile {
+    fn read(bytes: &'static [u8]) -> Self {
+        match crate::diff::utf8(bytes) {
+            Some(text) => DiffFile::Text(text),
+            None => DiffFile::Undecoded(bytes),
+        }
+    }
 }
 
 /// From this size on, a diff file is read into memory backed by huge pages.
@@ -536,7 +542,7 @@ fn read_file(path: &Path) -> std::io::Result<DiffFile> {
         // Pipes and special files say 0 and are read to their end.
         let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0) + 1);
         file.read_to_end(&mut bytes)?;
-        return Ok(DiffFile::Bytes(bytes));
+        return Ok(DiffFile::read(bytes.leak()));
     }
     let len = usize::try_from(len).map_err(|_| std::io::Error::other("the file is too large"))?;
     let mut map = huge_page_memory(len)?;
@@ -547,16 +553,16 @@ fn read_file(path: &Path) -> std::io::Result<DiffFile> {
         // The file grew while it was read: all of it, as a smaller one would be read.
         let mut bytes = map[..len].to_vec();
         bytes.append(&mut more);
-        return Ok(DiffFile::Bytes(bytes));
+        return Ok(DiffFile::read(bytes.leak()));
     }
     let map: &'static memmap2::MmapMut = Box::leak(Box::new(map));
     let bytes = &map[..len];
-    Ok(match std::str::from_utf8(bytes) {
-        Ok(text) => DiffFile::Text(text),
-        Err(_) => match decode_into_huge_pages(bytes) {
+    Ok(match DiffFile::read(bytes) {
+        DiffFile::Undecoded(bytes) => match decode_into_huge_pages(bytes) {
             Some(text) => DiffFile::Decoded(text),
             None => DiffFile::Undecoded(bytes),
         },
+        read => read,
     })
 }
 
@@ -578,7 +584,7 @@ fn decode_into_huge_pages(bytes: &[u8]) -> Option<&'static str> {
     let mut out = huge_page_memory(bytes.len().checked_mul(3)?).ok()?;
     let n = crate::diff::lossy_text_into(bytes, &mut out);
     let out: &'static memmap2::MmapMut = Box::leak(Box::new(out));
-    std::str::from_utf8(&out[..n]).ok()
+    crate::diff::utf8(&out[..n])
 }
 
 /// `No such file or directory` without Rust's `(os error 2)` suffix.

@@ -312,15 +312,23 @@ impl Diff {
     }
 }
 
-/// The text of a diff read as bytes, and whether some were not UTF-8: each undecodable
-/// sequence becomes U+FFFD, as in `String::from_utf8_lossy`, so every line keeps its place
-/// and the rest of its bytes. Valid input is not copied; invalid input is decoded in runs
-/// (`from_utf8` between the bad bytes is several times faster than a chunk iterator).
-pub fn text_from_bytes(bytes: Vec<u8>) -> (String, bool) {
-    match String::from_utf8(bytes) {
-        Ok(text) => (text, false),
-        Err(e) => (lossy_text(e.as_bytes()), true),
-    }
+/// `bytes` as text, if they are UTF-8. Checked with SIMD: the standard library's check walks
+/// text that is not all ASCII a byte at a time, four times slower on a big diff.
+pub fn utf8(bytes: &[u8]) -> Option<&str> {
+    simdutf8::basic::from_utf8(bytes).ok()
+}
+
+/// `bytes` decoded as `String::from_utf8_lossy` decodes them: each undecodable sequence
+/// becomes U+FFFD, so every line keeps its place and the rest of its bytes.
+pub fn lossy_text(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + bytes.len() / 16);
+    each_lossy_run(bytes, |valid, bad| {
+        out.push_str(utf8(valid).unwrap_or_default());
+        if bad {
+            out.push_str(REPLACEMENT);
+        }
+    });
+    out
 }
 
 /// `bytes` decoded as [`lossy_text`] decodes them, written into `out` (which must hold three
@@ -338,40 +346,60 @@ pub fn lossy_text_into(bytes: &[u8], out: &mut [u8]) -> usize {
     n
 }
 
-/// `bytes` decoded as [`text_from_bytes`] decodes input that is not UTF-8.
-pub fn lossy_text(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() + bytes.len() / 16);
-    each_lossy_run(bytes, |valid, bad| {
-        out.push_str(std::str::from_utf8(valid).unwrap_or_default());
-        if bad {
-            out.push_str(REPLACEMENT);
-        }
-    });
-    out
-}
-
 const REPLACEMENT: &str = "\u{FFFD}";
 
+/// How much of the input [`each_lossy_run`] checks at a time. A block without a bad byte,
+/// as most are even in a Latin-1 diff, is checked with SIMD; one with a bad byte is walked
+/// from one bad sequence to the next. Longer than any UTF-8 sequence, so a block always ends
+/// past the start of the one it cuts.
+const LOSSY_BLOCK: usize = 4096;
+const _: () = assert!(LOSSY_BLOCK > 4);
+
 /// Calls `f` with each run of valid UTF-8 in `bytes` and whether an undecodable sequence
-/// follows it: `from_utf8` between the bad bytes is several times faster than a chunk
-/// iterator.
+/// follows it (a run may be empty, and two may follow each other).
 fn each_lossy_run(bytes: &[u8], mut f: impl FnMut(&[u8], bool)) {
     let mut rest = bytes;
     while !rest.is_empty() {
-        match std::str::from_utf8(rest) {
-            Ok(valid) => {
-                f(valid.as_bytes(), false);
-                break;
+        let block = &rest[..rest.len().min(LOSSY_BLOCK)];
+        let last = block.len() == rest.len();
+        let left = match utf8(block) {
+            Some(_) => {
+                f(block, false);
+                0
             }
-            Err(e) => {
-                let (valid, after) = rest.split_at(e.valid_up_to());
+            None => each_run_in_block(block, last, &mut f),
+        };
+        rest = &rest[block.len() - left..];
+    }
+}
+
+/// [`each_lossy_run`] within one `block` that holds a bad sequence, walked from one to the
+/// next. Returns how many bytes at its end are left for the next block: a sequence its end
+/// cut short, unless it is the `last` block, where that is one more bad sequence (as
+/// `from_utf8_lossy` has it).
+fn each_run_in_block(mut block: &[u8], last: bool, f: &mut impl FnMut(&[u8], bool)) -> usize {
+    while !block.is_empty() {
+        let Err(e) = std::str::from_utf8(block) else {
+            f(block, false);
+            return 0;
+        };
+        let (valid, after) = block.split_at(e.valid_up_to());
+        match e.error_len() {
+            Some(bad) => {
                 f(valid, true);
-                rest = after
-                    .get(e.error_len().unwrap_or(after.len())..)
-                    .unwrap_or_default();
+                block = &after[bad..];
+            }
+            None if !last => {
+                f(valid, false);
+                return after.len();
+            }
+            None => {
+                f(valid, true);
+                return 0;
             }
         }
     }
+    0
 }
 
 /// One file record as GitHub's files API gives it.

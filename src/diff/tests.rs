@@ -1212,10 +1212,23 @@ fn unique_paths(files: Vec<GenFile>) -> Vec<GenFile> {
         .collect()
 }
 
+/// Both decodes of `bytes` are `String::from_utf8_lossy`'s, and `utf8` takes exactly the
+/// bytes that are UTF-8.
+fn decodes_as_from_utf8_lossy(bytes: &[u8]) -> Result<(), TestCaseError> {
+    let expected = String::from_utf8_lossy(bytes);
+    prop_assert_eq!(super::lossy_text(bytes), expected.as_ref());
+    prop_assert_eq!(super::utf8(bytes), std::str::from_utf8(bytes).ok());
+    // Written into a buffer of its own, as the CLI decodes a big file.
+    let mut out = vec![0; bytes.len() * 3];
+    let n = super::lossy_text_into(bytes, &mut out);
+    prop_assert_eq!(&out[..n], expected.as_bytes());
+    Ok(())
+}
+
 // 256 cases each by default; `PROPTEST_CASES=20000` for a longer run.
 proptest! {
     #[test]
-    fn text_from_bytes_is_from_utf8_lossy_on_any_bytes(
+    fn lossy_text_is_from_utf8_lossy_on_any_bytes(
         pieces in prop::collection::vec(prop_oneof![
             any::<u8>().prop_map(|b| vec![b]),
             "[ -~\n]{0,12}".prop_map(String::into_bytes),
@@ -1227,15 +1240,31 @@ proptest! {
             }),
         ], 0..64),
     ) {
-        let bytes = pieces.concat();
-        let (text, lossy) = super::text_from_bytes(bytes.clone());
-        prop_assert_eq!(&text, &String::from_utf8_lossy(&bytes));
-        prop_assert_eq!(lossy, std::str::from_utf8(&bytes).is_err());
-        // Written into a buffer of its own, as the CLI decodes a big file.
-        let mut out = vec![0; bytes.len() * 3];
-        let n = super::lossy_text_into(&bytes, &mut out);
-        let expected = String::from_utf8_lossy(&bytes);
-        prop_assert_eq!(&out[..n], expected.as_bytes());
+        decodes_as_from_utf8_lossy(&pieces.concat())?;
+    }
+
+    /// Blocks are decoded at a time: a sequence, good or bad, cut by a block's end, and bad
+    /// bytes on either side of it.
+    #[test]
+    fn a_decode_across_block_ends_is_from_utf8_lossy(
+        // Up to a few bytes short of a block's end, so what follows straddles it.
+        ascii in (1..3usize, 0..6usize).prop_map(|(n, back)| n * super::LOSSY_BLOCK - back),
+        tail in prop::collection::vec(prop_oneof![
+            any::<u8>().prop_map(|b| vec![b]),
+            any::<char>().prop_map(|c| c.to_string().into_bytes()),
+            any::<char>().prop_map(|c| {
+                let b = c.to_string().into_bytes();
+                b[..b.len().saturating_sub(1)].to_vec()
+            }),
+        ], 0..8),
+        more_ascii in 0..2 * super::LOSSY_BLOCK,
+        end in prop::collection::vec(any::<u8>(), 0..4),
+    ) {
+        let mut bytes = vec![b'a'; ascii];
+        bytes.extend(tail.concat());
+        bytes.extend(std::iter::repeat_n(b'b', more_ascii));
+        bytes.extend(end);
+        decodes_as_from_utf8_lossy(&bytes)?;
     }
 
     #[test]
@@ -1343,7 +1372,7 @@ fn retain_hunks_rebuilds_a_valid_diff() {
 }
 
 #[test]
-fn text_from_bytes_is_from_utf8_lossy() {
+fn lossy_text_is_from_utf8_lossy() {
     let cases: [&[u8]; 6] = [
         b"plain",
         b"caf\xe9\n+cr\xe8me",
@@ -1353,8 +1382,6 @@ fn text_from_bytes_is_from_utf8_lossy() {
         b"",
     ];
     for bytes in cases {
-        let (text, lossy) = super::text_from_bytes(bytes.to_vec());
-        assert_eq!(text, String::from_utf8_lossy(bytes), "{bytes:?}");
-        assert_eq!(lossy, std::str::from_utf8(bytes).is_err());
+        decodes_as_from_utf8_lossy(bytes).unwrap();
     }
 }
