@@ -236,6 +236,9 @@ fn doctor(args: DoctorArgs) -> Result<ExitCode, CliError> {
 }
 
 fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
+    // What the secret pass and the builtin lens build on first use is built meanwhile, while
+    // this thread reads the config and the diff.
+    std::thread::spawn(crate::lens::builtin::prepare);
     let config = load_config(args.common.config.as_deref())?;
     // One thread drives the I/O (lens processes, HTTP); the CPU work runs on threads of its
     // own (`spawn_blocking`, `par`). Starting a worker per core cost more than a small
@@ -340,8 +343,10 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
     crate::timing::mark("rendered");
     write_stdout(&out);
     let code = exit_code(&Report::combine(reports), args.common.fail_on);
-    // The process ends now: freeing a multi-megabyte diff piece by piece is wasted time.
+    // The process ends now: freeing a multi-megabyte diff piece by piece is wasted time, and
+    // so is waiting for the runtime's idle threads to stop.
     std::mem::forget(diff);
+    runtime.shutdown_background();
     Ok(code)
 }
 

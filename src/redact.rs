@@ -1300,6 +1300,12 @@ fn generic_keyword_at(name: &[u8]) -> bool {
     }
 }
 
+/// Builds the keyword automaton every secret search starts with (it is built on first use
+/// otherwise).
+pub fn prepare() {
+    LazyLock::force(&COMPILED);
+}
+
 /// Where in `text` a keyword of any secret rule starts, in order. A line of `text` that holds
 /// none of them holds no secret ([`find_secrets`] returns nothing for it without looking
 /// further), so a caller checking many lines of one text searches it once with this and

@@ -168,6 +168,30 @@ struct Hit {
     chars: Vec<char>,
 }
 
+/// Searchers built once: building one per needle per file cost more than searching on a diff
+/// of thousands of small files. A conflict marker counts only at the start of an added line:
+/// so anchored, the search skips the `<` and `>` of markup at the speed of a rare pair of bytes.
+static NEEDLES: LazyLock<[memmem::Finder<'static>; 8]> = LazyLock::new(|| {
+    [
+        "\n+<<<<<<<",
+        "\n+>>>>>>>",
+        "\n+|||||||",
+        "dbg!",
+        "console.log",
+        "debugger",
+        "breakpoint(",
+        "set_trace(",
+    ]
+    .map(memmem::Finder::new)
+});
+
+/// Builds what the secret pass and this lens build on first use: a caller with a thread to
+/// spare runs this while it reads the diff, so the review itself does not wait for it.
+pub fn prepare() {
+    redact::prepare();
+    LazyLock::force(&NEEDLES);
+}
+
 /// What the whole file's text (all sides) may contain: checks it cannot trigger are skipped.
 struct FileCtx {
     lang: Lang,
@@ -183,23 +207,6 @@ struct FileCtx {
 impl FileCtx {
     fn new(path: &str, text: &str) -> Self {
         let lang = lang_of(path);
-        // Searchers built once: building one per needle per file cost more than searching
-        // on a diff of thousands of small files.
-        // A conflict marker counts only at the start of an added line: so anchored, the search
-        // skips the `<` and `>` of markup at the speed of a rare pair of bytes.
-        static NEEDLES: LazyLock<[memmem::Finder<'static>; 8]> = LazyLock::new(|| {
-            [
-                "\n+<<<<<<<",
-                "\n+>>>>>>>",
-                "\n+|||||||",
-                "dbg!",
-                "console.log",
-                "debugger",
-                "breakpoint(",
-                "set_trace(",
-            ]
-            .map(memmem::Finder::new)
-        });
         let has = |i: usize| NEEDLES[i].find(text.as_bytes()).is_some();
         let added_marker =
             |i: usize| has(i) || text.as_bytes().starts_with(&NEEDLES[i].needle()[1..]);
