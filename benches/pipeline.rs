@@ -101,6 +101,33 @@ fn diff_benches(c: &mut Criterion) {
     g.finish();
 }
 
+/// The lossy decode of a diff that is not UTF-8 into a buffer, as `review --diff` decodes a big
+/// file: `target/bench/corpus/non-utf8.diff` (scripts/bench-corpus.sh), or
+/// `$REVIEWBOT_BENCH_LOSSY_DIFF`.
+fn lossy_benches(c: &mut Criterion) {
+    let path = std::env::var_os("REVIEWBOT_BENCH_LOSSY_DIFF").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench/corpus/non-utf8.diff"),
+        PathBuf::from,
+    );
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!(
+                "lossy decode bench skipped: cannot read {} ({e}); build it with scripts/bench-corpus.sh",
+                path.display()
+            );
+            return;
+        }
+    };
+    let mut out = vec![0u8; bytes.len() * 3];
+    let mut g = c.benchmark_group("diff");
+    g.throughput(Throughput::Bytes(bytes.len() as u64));
+    g.bench_function("lossy_decode", |b| {
+        b.iter(|| reviewbot::diff::lossy_text_into(black_box(&bytes), &mut out))
+    });
+    g.finish();
+}
+
 /// Set in a child of the bench binary: load the tokenizer, print the nanoseconds, exit.
 const WARM_ONLY: &str = "REVIEWBOT_BENCH_WARM_ONLY";
 
@@ -356,6 +383,7 @@ fn intake_benches(c: &mut Criterion) {
 criterion_group!(
     benches,
     diff_benches,
+    lossy_benches,
     plan_benches,
     panel_benches,
     secret_benches,

@@ -373,33 +373,72 @@ fn each_lossy_run(bytes: &[u8], mut f: impl FnMut(&[u8], bool)) {
     }
 }
 
-/// [`each_lossy_run`] within one `block` that holds a bad sequence, walked from one to the
-/// next. Returns how many bytes at its end are left for the next block: a sequence its end
-/// cut short, unless it is the `last` block, where that is one more bad sequence (as
-/// `from_utf8_lossy` has it).
-fn each_run_in_block(mut block: &[u8], last: bool, f: &mut impl FnMut(&[u8], bool)) -> usize {
-    while !block.is_empty() {
-        let Err(e) = std::str::from_utf8(block) else {
-            f(block, false);
-            return 0;
-        };
-        let (valid, after) = block.split_at(e.valid_up_to());
-        match e.error_len() {
-            Some(bad) => {
-                f(valid, true);
-                block = &after[bad..];
+/// [`each_lossy_run`] within one `block` that holds a bad sequence, walked a character at a
+/// time (calling `from_utf8` from one bad sequence to the next cost more than the walk where
+/// they are dense, as in Latin-1 text). Returns how many bytes at its end are left for the
+/// next block: a sequence its end cut short, unless it is the `last` block, where that is one
+/// more bad sequence (as `from_utf8_lossy` has it).
+fn each_run_in_block(block: &[u8], last: bool, f: &mut impl FnMut(&[u8], bool)) -> usize {
+    let (mut run, mut i) = (0, 0);
+    while i < block.len() {
+        if block[i] < 0x80 {
+            i += 1;
+            continue;
+        }
+        match sequence(&block[i..]) {
+            Sequence::Char(n) => i += n,
+            Sequence::Bad(n) => {
+                f(&block[run..i], true);
+                i += n;
+                run = i;
             }
-            None if !last => {
-                f(valid, false);
-                return after.len();
-            }
-            None => {
-                f(valid, true);
+            Sequence::Cut if last => {
+                f(&block[run..i], true);
                 return 0;
+            }
+            Sequence::Cut => {
+                f(&block[run..i], false);
+                return block.len() - i;
             }
         }
     }
+    f(&block[run..], false);
     0
+}
+
+/// What starts at a byte that is not ASCII.
+enum Sequence {
+    /// A character of this many bytes.
+    Char(usize),
+    /// This many bytes that are no character: the longest start of one, or the one byte that
+    /// starts none (what `from_utf8` reports as the error's length).
+    Bad(usize),
+    /// The start of a character that the text ends in the middle of.
+    Cut,
+}
+
+/// What `b` starts with, `b[0]` not ASCII: the table of well-formed sequences in the Unicode
+/// standard (3.9, table 3-7).
+fn sequence(b: &[u8]) -> Sequence {
+    let (len, second) = match b[0] {
+        0xC2..=0xDF => (2, 0x80..=0xBF),
+        0xE0 => (3, 0xA0..=0xBF),
+        0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80..=0xBF),
+        0xED => (3, 0x80..=0x9F),
+        0xF0 => (4, 0x90..=0xBF),
+        0xF1..=0xF3 => (4, 0x80..=0xBF),
+        0xF4 => (4, 0x80..=0x8F),
+        _ => return Sequence::Bad(1),
+    };
+    for i in 1..len {
+        let ok = if i == 1 { second.clone() } else { 0x80..=0xBF };
+        match b.get(i) {
+            None => return Sequence::Cut,
+            Some(c) if ok.contains(c) => {}
+            Some(_) => return Sequence::Bad(i),
+        }
+    }
+    Sequence::Char(len)
 }
 
 /// One file record as GitHub's files API gives it.

@@ -1371,6 +1371,27 @@ fn retain_hunks_rebuilds_a_valid_diff() {
     assert_eq!(diff.hunk_section(&f.hunks[0]), "fn two");
 }
 
+/// Every first and second byte of a sequence, with third and fourth bytes from each side of
+/// the bounds that matter (and the text cut short after each).
+#[test]
+fn every_short_sequence_decodes_as_from_utf8_lossy() {
+    for b0 in 0x80..=0xFFu8 {
+        for b1 in 0..=0xFFu8 {
+            for b2 in [0x41, 0x80, 0xBF, 0xC0] {
+                for b3 in [0x41, 0x80] {
+                    let bytes = [b0, b1, b2, b3, b'x'];
+                    for end in [2, 3, 5] {
+                        let bytes = &bytes[..end];
+                        let mut out = [0u8; 15];
+                        let n = super::lossy_text_into(bytes, &mut out);
+                        assert_eq!(&out[..n], String::from_utf8_lossy(bytes).as_bytes());
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn lossy_text_is_from_utf8_lossy() {
     let cases: [&[u8]; 6] = [
