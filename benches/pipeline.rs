@@ -98,7 +98,22 @@ fn diff_benches(c: &mut Criterion) {
     g.bench_function("secret_keywords", |b| {
         b.iter(|| reviewbot::redact::keyword_starts(black_box(text.as_str())))
     });
+    utf8_checks(&mut g, text.as_bytes());
     g.finish();
+}
+
+/// The check of a whole diff as UTF-8 that `review --diff` makes ([`reviewbot::diff::utf8`]),
+/// and the standard library's, over the same bytes.
+fn utf8_checks(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    bytes: &[u8],
+) {
+    g.bench_function("utf8_check", |b| {
+        b.iter(|| reviewbot::diff::utf8(black_box(bytes)).is_some())
+    });
+    g.bench_function("utf8_check_std", |b| {
+        b.iter(|| std::str::from_utf8(black_box(bytes)).is_ok())
+    });
 }
 
 /// The lossy decode of a diff that is not UTF-8 into a buffer, as `review --diff` decodes a big
@@ -125,6 +140,12 @@ fn lossy_benches(c: &mut Criterion) {
     g.bench_function("lossy_decode", |b| {
         b.iter(|| reviewbot::diff::lossy_text_into(black_box(&bytes), &mut out))
     });
+    g.finish();
+    // The decoded text is checked again before the diff borrows it.
+    let n = reviewbot::diff::lossy_text_into(&bytes, &mut out);
+    let mut g = c.benchmark_group("diff/decoded");
+    g.throughput(Throughput::Bytes(n as u64));
+    utf8_checks(&mut g, &out[..n]);
     g.finish();
 }
 
