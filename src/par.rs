@@ -1,5 +1,6 @@
 //! Sharing CPU work on a multi-megabyte diff over the cores, without a thread-pool dependency.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -58,14 +59,17 @@ where
         return work(items);
     }
     let pieces = cut(items, bytes, total.div_ceil(threads * PIECES_PER_THREAD));
+    // The largest pieces are taken first, so that each thread's last one is a small one: a
+    // piece can be far larger than the rest (one line of 300 KB), and taken last, it would
+    // leave the other cores idle while it runs.
+    let mut order: Vec<usize> = (0..pieces.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(pieces[i].1));
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<(usize, Vec<R>)>> = Mutex::new(Vec::with_capacity(pieces.len()));
     let take = || {
         let mut mine = Vec::new();
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(piece) = pieces.get(i) else { break };
-            mine.push((i, work(piece)));
+        while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+            mine.push((i, work(pieces[i].0)));
         }
         done.lock().unwrap_or_else(|e| e.into_inner()).extend(mine);
     };
@@ -84,20 +88,39 @@ where
     done.into_iter().flat_map(|(_, part)| part).collect()
 }
 
-/// `items` cut into contiguous pieces, each closed once it holds `per` bytes or more.
-fn cut<T>(items: &[T], bytes: impl Fn(&T) -> usize, per: usize) -> Vec<&[T]> {
+/// `text` cut into consecutive ranges that cover it, each ending just after a line break
+/// once it holds `size` bytes or more (the last one at the text's end): work that looks at
+/// a line at a time can share one large text over the cores, a range per item.
+pub fn line_pieces(text: &str, size: usize) -> impl Iterator<Item = Range<usize>> + '_ {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        if start == bytes.len() {
+            return None;
+        }
+        let from = (start + size.max(1) - 1).min(bytes.len());
+        let end = memchr::memchr(b'\n', &bytes[from..]).map_or(bytes.len(), |n| from + n + 1);
+        let piece = start..end;
+        start = end;
+        Some(piece)
+    })
+}
+
+/// `items` cut into contiguous pieces, each closed once it holds `per` bytes or more, with
+/// the bytes each holds.
+fn cut<T>(items: &[T], bytes: impl Fn(&T) -> usize, per: usize) -> Vec<(&[T], usize)> {
     let mut pieces = Vec::new();
     let (mut start, mut acc) = (0, 0);
     for (i, item) in items.iter().enumerate() {
         acc += bytes(item);
         if acc >= per {
-            pieces.push(&items[start..=i]);
+            pieces.push((&items[start..=i], acc));
             start = i + 1;
             acc = 0;
         }
     }
     if start < items.len() {
-        pieces.push(&items[start..]);
+        pieces.push((&items[start..], acc));
     }
     pieces
 }
@@ -129,5 +152,33 @@ mod tests {
         let firsts = map_shares(&items, String::len, |share| share.to_vec());
         assert_eq!(firsts, items);
         assert!(map_shares(&Vec::<String>::new(), String::len, |s| s.to_vec()).is_empty());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn line_pieces_cover_the_text_and_end_after_line_breaks(
+            text in "[ab\n]{0,200}",
+            size in 0usize..40,
+        ) {
+            let pieces: Vec<_> = line_pieces(&text, size).collect();
+            let mut at = 0;
+            for (n, piece) in pieces.iter().enumerate() {
+                proptest::prop_assert_eq!(piece.start, at);
+                proptest::prop_assert!(piece.end > piece.start);
+                let last = n + 1 == pieces.len();
+                if !last {
+                    proptest::prop_assert!(text[..piece.end].ends_with('\n'));
+                    proptest::prop_assert!(piece.len() >= size);
+                    // Closed at the first line break that makes it long enough.
+                    let early = &text[piece.start..piece.end - 1];
+                    proptest::prop_assert!(
+                        early.rfind('\n').is_none_or(|k| k + 1 < size.max(1)),
+                        "{piece:?} of {text:?}"
+                    );
+                }
+                at = piece.end;
+            }
+            proptest::prop_assert_eq!(at, text.len());
+        }
     }
 }
