@@ -615,8 +615,10 @@ fn named_aws_secrets(text: &str, found: &mut Vec<SecretMatch>) {
 /// compile the pattern: in any ASCII case, or anything where an `ſ` is near (case folding
 /// lets it stand for `s`; no other character folds onto a letter of either name).
 fn aws_before(bytes: &[u8], at: usize) -> bool {
-    // 30 characters of up to 3 bytes, after the longer name.
+    // 30 characters of up to 3 bytes, after the longer name; on the line of `at`, as the
+    // pattern's are, so that a line's keywords do not depend on the line before it.
     let window = &bytes[at.saturating_sub(30 * 3 + "amazon".len())..at];
+    let window = memchr::memrchr(b'\n', window).map_or(window, |n| &window[n + 1..]);
     memchr::memmem::find(window, "\u{17F}".as_bytes()).is_some()
         || window.windows(3).any(|w| w.eq_ignore_ascii_case(b"aws"))
         || window.windows(6).any(|w| w.eq_ignore_ascii_case(b"amazon"))
@@ -2160,6 +2162,34 @@ pub(crate) mod tests {
             for m in GENERIC_RE.find_iter(&text) {
                 prop_assert!(lines.contains(&line_of(m.start())), "{:?}", text);
             }
+        }
+
+        #[test]
+        fn keywords_found_piece_by_piece_are_the_whole_texts(
+            parts in prop::collection::vec(prop::sample::select(vec![
+                "key", "aws", "AMAZON", "secret", "Secret_Access_Key", "token", "api", "=", ":",
+                " = ", "'", "\"", "\n", "\n", "x", "abcdefghij0123", "Zx9Qw7Er5Ty3Ui1", "://",
+                "@", "/", " ", "\u{17F}", "\u{212A}", "é",
+            ]), 0..80),
+            secrets in prop::collection::vec(
+                (prop::sample::select(all_rules()), any::<u64>(), 0usize..80),
+                0..3,
+            ),
+            size in 1usize..64,
+        ) {
+            // What the secret pass does to share one large file over the cores.
+            let mut parts: Vec<String> = parts.into_iter().map(str::to_owned).collect();
+            for (rule, seed, at) in secrets {
+                let at = at % (parts.len() + 1);
+                parts.insert(at, fake(rule, seed));
+            }
+            let text = parts.concat();
+            let by_pieces: Vec<usize> = crate::par::line_pieces(&text, size)
+                .flat_map(|r| {
+                    keyword_starts(&text[r.clone()]).into_iter().map(move |at| at + r.start)
+                })
+                .collect();
+            prop_assert_eq!(by_pieces, keyword_starts(&text), "{:?}", text);
         }
 
         #[test]

@@ -94,49 +94,60 @@ pub fn review_with(diff: &Diff, keywords: Option<&SecretKeywords>) -> LensRespon
     }
 }
 
-/// The secret pass gains less from a second thread than the lens does: on the 1.5 MB diff
-/// of the corpus it took 1.39 ms on one and 1.61 ms on two, where the lens went from 2.17 to
-/// 1.29 ms (docs/benchmarks.md).
-const SECRET_PASS_PARALLEL_FROM_BYTES: usize = 2 * 1024 * 1024;
+/// A file's text is searched for keywords in pieces of about this many bytes, each ending
+/// after a line break, so that one large file is shared over the cores like many small ones:
+/// on the corpus's 1.5 MB diff one file held half the text and most of the `=` signs, and
+/// kept the secret pass on one core (docs/benchmarks.md).
+const KEYWORD_PIECE_BYTES: usize = 64 * 1024;
 
 /// Remembers every secret this lens would detect anywhere in `diff` (any side, across lines:
 /// private-key bodies, an AWS secret key next to its key ID), so that every output masks
 /// those values wherever they appear — quoted diff lines, a lens's echo, logs, errors.
 /// Returns where the keywords are, for [`review_with`].
 pub fn remember_secrets(diff: &Diff) -> SecretKeywords {
-    let files: Vec<(usize, &FileDiff)> = diff
+    let texts: Vec<(usize, &str)> = diff
         .files()
         .iter()
         .enumerate()
         .filter(|(_, f)| !f.binary)
+        .map(|(i, f)| (i, diff.file_text(f)))
         .collect();
-    let scanned = crate::par::map_shares_from(
-        SECRET_PASS_PARALLEL_FROM_BYTES,
-        &files,
-        |f| diff.file_text(f.1).len(),
+    // Keywords hold no line break, so a piece's keywords are the whole text's in its lines.
+    let pieces: Vec<(usize, &str, std::ops::Range<usize>)> = texts
+        .iter()
+        .flat_map(|&(i, text)| {
+            crate::par::line_pieces(text, KEYWORD_PIECE_BYTES).map(move |r| (i, text, r))
+        })
+        .collect();
+    let found = crate::par::map_shares(
+        &pieces,
+        |p| p.2.len(),
         |share| {
             share
                 .iter()
-                .map(|(i, file)| {
-                    let text = diff.file_text(file);
-                    let starts = redact::keyword_starts(text);
-                    let lockfile = is_lockfile(file.path());
-                    let values: Vec<_> = redact::secret_values_at(text, &starts)
-                        .into_iter()
-                        .filter(|(rule, _)| !(lockfile && *rule == redact::GENERIC))
-                        .collect();
-                    (*i, starts, values)
+                .map(|(i, text, r)| {
+                    let mut starts = redact::keyword_starts(&text[r.clone()]);
+                    starts.iter_mut().for_each(|at| *at += r.start);
+                    (*i, starts)
                 })
                 .collect()
         },
     );
     let mut keywords = vec![Vec::new(); diff.files().len()];
-    let mut found = Vec::new();
-    for (i, starts, values) in scanned {
-        keywords[i] = starts;
-        found.extend(values);
+    // In the order of the pieces: each file's in the order of its text.
+    for (i, starts) in found {
+        keywords[i].extend(starts);
     }
-    redact::remember(found);
+    let mut values = Vec::new();
+    for (i, text) in texts {
+        let lockfile = is_lockfile(diff.files()[i].path());
+        values.extend(
+            redact::secret_values_at(text, &keywords[i])
+                .into_iter()
+                .filter(|(rule, _)| !(lockfile && *rule == redact::GENERIC)),
+        );
+    }
+    redact::remember(values);
     SecretKeywords(keywords)
 }
 
