@@ -531,8 +531,10 @@ impl DiffFile {
     }
 }
 
-/// From this size on, a diff file is read into memory backed by huge pages.
-const HUGE_PAGES_FROM: u64 = 1 << 20;
+/// From this size on, a diff file is read into memory backed by huge pages: zeroing one
+/// 2 MiB page costs less than the page faults of 128 KiB taken 4 KiB at a time (a 259 KB
+/// diff's review went from 5.44 to 4.93 ms, docs/benchmarks.md).
+const HUGE_PAGES_FROM: u64 = 128 << 10;
 /// The size of a huge page, which the memory is a multiple of.
 const HUGE_PAGE: usize = 2 << 20;
 
