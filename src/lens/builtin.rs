@@ -251,17 +251,17 @@ fn review_file<'a, H, L>(
     L: IntoIterator<Item = DiffLine<'a>>,
 {
     let ctx = FileCtx::new(path, file_text);
-    let added: Vec<(usize, DiffLine<'a>)> = hunks
-        .into_iter()
-        .enumerate()
-        .flat_map(|(hunk, lines)| lines.into_iter().map(move |l| (hunk, l)))
-        .filter(|(_, l)| l.kind == LineKind::Added)
-        .collect();
-    let secrets = secret_lines(file_text, keywords, &added);
+    let mut keywords = KeywordLines::new(file_text, keywords);
     let mut hits = Vec::new();
-    for ((hunk, line), may_hold_secret) in added.iter().zip(secrets) {
-        if let Some(n) = line.new {
-            scan_line(&ctx, *hunk, n, line.text, may_hold_secret, &mut hits);
+    for (hunk, lines) in hunks.into_iter().enumerate() {
+        for line in lines {
+            if line.kind != LineKind::Added {
+                continue;
+            }
+            let may_hold_secret = keywords.holds(line.text);
+            if let Some(n) = line.new {
+                scan_line(&ctx, hunk, n, line.text, may_hold_secret, &mut hits);
+            }
         }
     }
     // `=======` alone is a Markdown/RST underline unless real markers surround it.
@@ -274,27 +274,41 @@ fn review_file<'a, H, L>(
     out.extend(group(path, hits));
 }
 
-/// For each added line, whether it holds a secret keyword: one of `keywords` (the
-/// [`redact::keyword_starts`] of `file_text`) lies in it. A line that is not inside
-/// `file_text` counts as holding one (it is scanned in full).
-fn secret_lines(file_text: &str, keywords: &[usize], added: &[(usize, DiffLine<'_>)]) -> Vec<bool> {
-    // Where each line sits in the file's text: both are slices of the diff's text.
-    let base = file_text.as_ptr() as usize;
-    let mut k = 0;
-    added
-        .iter()
-        .map(|(_, l)| {
-            let start = (l.text.as_ptr() as usize).wrapping_sub(base);
-            if start > file_text.len() {
-                return true;
-            }
-            // Lines come in the order of the text, and so do the keywords.
-            while keywords.get(k).is_some_and(|&at| at < start) {
-                k += 1;
-            }
-            keywords.get(k).is_some_and(|&at| at < start + l.text.len())
-        })
-        .collect()
+/// Which lines of a file's text hold a secret keyword: one of `keywords` (the
+/// [`redact::keyword_starts`] of the text) lies in them. Asked of the lines in the order of
+/// the text, as a hunk gives them, it walks the keywords once.
+struct KeywordLines<'k> {
+    /// Where the text starts: its lines are slices of the same text, the diff's.
+    base: usize,
+    len: usize,
+    keywords: &'k [usize],
+    next: usize,
+}
+
+impl<'k> KeywordLines<'k> {
+    fn new(file_text: &str, keywords: &'k [usize]) -> Self {
+        KeywordLines {
+            base: file_text.as_ptr() as usize,
+            len: file_text.len(),
+            keywords,
+            next: 0,
+        }
+    }
+
+    /// Whether `line` holds a keyword. A line that is not inside the text counts as holding
+    /// one (it is scanned in full).
+    fn holds(&mut self, line: &str) -> bool {
+        let start = (line.as_ptr() as usize).wrapping_sub(self.base);
+        if start > self.len {
+            return true;
+        }
+        while self.keywords.get(self.next).is_some_and(|&at| at < start) {
+            self.next += 1;
+        }
+        self.keywords
+            .get(self.next)
+            .is_some_and(|&at| at < start + line.len())
+    }
 }
 
 fn scan_line(
