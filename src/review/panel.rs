@@ -146,6 +146,9 @@ impl Panel {
         let shared = Arc::new(Shared {
             panel: self.clone(),
             billing_warned: AtomicBool::new(false),
+            builtin_in_place: lenses.len() == 1
+                && tokio::runtime::Handle::current().runtime_flavor()
+                    == tokio::runtime::RuntimeFlavor::CurrentThread,
         });
         run_with(lenses, observer, move |spec| {
             let shared = Arc::clone(&shared);
@@ -188,6 +191,10 @@ impl Outcome {
 struct Shared {
     panel: Panel,
     billing_warned: AtomicBool,
+    /// The builtin lens is the panel's only lens, on a one-thread runtime (the CLI's): nothing
+    /// else waits on that thread, so the lens runs on it rather than on a thread started for
+    /// it, which was a quarter of a small diff's review (docs/benchmarks.md).
+    builtin_in_place: bool,
 }
 
 impl Shared {
@@ -270,16 +277,25 @@ impl Shared {
     }
 
     async fn run_builtin(&self, spec: &LensSpec, input: &PanelInput) -> Outcome {
-        // Pure CPU work, milliseconds on a big diff: keep it off the async workers. A blocking
-        // thread cannot be stopped, so a timeout only stops waiting for it.
-        let diff = Arc::clone(&input.diff);
-        let keywords = input.secret_keywords.clone();
-        let work =
-            tokio::task::spawn_blocking(move || builtin::review_with(&diff, keywords.as_deref()));
-        let result = match tokio::time::timeout(spec.timeout, work).await {
-            Ok(Ok(response)) => Ok(response),
-            Ok(Err(_)) => Err(LensError::Crashed.to_string()),
-            Err(_) => Err(timed_out(spec.timeout)),
+        let result = if self.builtin_in_place {
+            // A panic here is caught where the lens's task is joined, as a crash.
+            Ok(builtin::review_with(
+                &input.diff,
+                input.secret_keywords.as_deref(),
+            ))
+        } else {
+            // Pure CPU work, milliseconds on a big diff: keep it off the async workers. A
+            // blocking thread cannot be stopped, so a timeout only stops waiting for it.
+            let diff = Arc::clone(&input.diff);
+            let keywords = input.secret_keywords.clone();
+            let work = tokio::task::spawn_blocking(move || {
+                builtin::review_with(&diff, keywords.as_deref())
+            });
+            match tokio::time::timeout(spec.timeout, work).await {
+                Ok(Ok(response)) => Ok(response),
+                Ok(Err(_)) => Err(LensError::Crashed.to_string()),
+                Err(_) => Err(timed_out(spec.timeout)),
+            }
         };
         let mut outcome = match result {
             Ok(response) => Outcome {
