@@ -146,6 +146,12 @@ fn lossy_benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("diff/decoded");
     g.throughput(Throughput::Bytes(n as u64));
     utf8_checks(&mut g, &out[..n]);
+    // The secret pass's keyword search on one core, over a text dense in `=` and `:`.
+    if let Some(text) = reviewbot::diff::utf8(&out[..n]) {
+        g.bench_function("secret_keywords", |b| {
+            b.iter(|| reviewbot::redact::keyword_starts(black_box(text)))
+        });
+    }
     g.finish();
 }
 
