@@ -193,7 +193,9 @@ struct Shared {
     billing_warned: AtomicBool,
     /// The builtin lens is the panel's only lens, on a one-thread runtime (the CLI's): nothing
     /// else waits on that thread, so the lens runs on it rather than on a thread started for
-    /// it (0.26 ms of a 3.4 ms review of a 259 KB diff, docs/benchmarks.md).
+    /// it (0.26 ms of a 3.4 ms review of a 259 KB diff, docs/benchmarks.md). Its timeout,
+    /// which could only stop the waiting, not the lens, is not applied then: with no other
+    /// lens, a round it timed out on would have had nothing to show.
     builtin_in_place: bool,
 }
 
