@@ -25,25 +25,9 @@ pub fn threads() -> usize {
 const PIECES_PER_THREAD: usize = 16;
 
 /// `work` applied to `items` cut into contiguous pieces of about equal `bytes`, which the
-/// calling thread and one more per core take in turn until none is left. Results come back
-/// in the order of `items`.
+/// calling thread and one more per core take in turn, the largest first, until none is left.
+/// Results come back in the order of `items`.
 pub fn map_shares<T, R, F>(items: &[T], bytes: impl Fn(&T) -> usize, work: F) -> Vec<R>
-where
-    T: Sync,
-    R: Send,
-    F: Fn(&[T]) -> Vec<R> + Sync,
-{
-    map_shares_from(PARALLEL_FROM_BYTES, items, bytes, work)
-}
-
-/// [`map_shares`], on one thread below `from_bytes` of input rather than
-/// [`PARALLEL_FROM_BYTES`]: for work that gains less from a second thread.
-pub fn map_shares_from<T, R, F>(
-    from_bytes: usize,
-    items: &[T],
-    bytes: impl Fn(&T) -> usize,
-    work: F,
-) -> Vec<R>
 where
     T: Sync,
     R: Send,
@@ -51,7 +35,7 @@ where
 {
     // The size first: reading the core count reads cgroup files, which a small input need not.
     let total: usize = items.iter().map(&bytes).sum();
-    if total < from_bytes {
+    if total < PARALLEL_FROM_BYTES {
         return work(items);
     }
     let threads = threads();
