@@ -283,6 +283,7 @@ fn panel_benches(c: &mut Criterion) {
         prompt: plan::build_prompt(&diff, None),
         diff: Arc::clone(&diff),
         pr: None,
+        checkout: None,
     }));
     let panel = Panel::from_env(SubscriptionSlots::new(2), false);
     let rt = tokio::runtime::Builder::new_multi_thread()

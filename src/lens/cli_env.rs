@@ -432,6 +432,7 @@ diff --git a/src/lib.rs b/src/lib.rs
             prompt: prompt.to_owned(),
             diff: Arc::new(Diff::parse(DIFF).expect("diff")),
             pr: None,
+            checkout: None,
         }
     }
 

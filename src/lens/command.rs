@@ -163,6 +163,7 @@ mod tests {
                 number: 7,
                 head: "ec26c3e57ca3a959ca5aad62de7213c562f8c821".to_owned(),
             }),
+            checkout: None,
         }
     }
 

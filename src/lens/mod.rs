@@ -14,6 +14,7 @@ pub mod openai;
 pub mod parse;
 pub mod process;
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -130,6 +131,9 @@ pub struct LensRequest {
     pub prompt: String,
     pub diff: Arc<Diff>,
     pub pr: Option<PrInfo>,
+    /// The round's read-only snapshot of the repository at the reviewed head (or the
+    /// `--checkout` directory), when there is one: model lenses read it through tools.
+    pub checkout: Option<Arc<Path>>,
 }
 
 /// Token usage of a lens run.

@@ -224,6 +224,7 @@ impl Shared {
                 prompt: with_focus(&req.prompt, spec.focus.as_deref()),
                 diff: Arc::clone(&req.diff),
                 pr: req.pr.clone(),
+                checkout: req.checkout.clone(),
             };
             match self
                 .call_with_fallback(&spec, &req, &mut outcome, i + 1, calls)

@@ -108,6 +108,7 @@ pub async fn review_with(
                     prompt: c.prompt,
                     diff: Arc::new(c.diff),
                     pr: pr.clone(),
+                    checkout: None,
                 })
             })
             .collect()
