@@ -271,15 +271,14 @@ impl Config {
             if !names.insert(lens.name.as_str()) {
                 return Err((key, "this lens name is defined twice".into()));
             }
-            if lens.backend == BackendKind::Command && lens.bin.is_none() {
+            let named_program = crate::lens::backend::backend(lens.backend).runs_named_program();
+            if named_program && lens.bin.is_none() {
                 return Err((
                     key,
                     "a `command` lens needs `bin`, the program to run".into(),
                 ));
             }
-            if lens.backend != BackendKind::Command
-                && (!lens.args.is_empty() || !lens.env.is_empty())
-            {
+            if !named_program && (!lens.args.is_empty() || !lens.env.is_empty()) {
                 return Err((key, "`args` and `env` are for `command` lenses only".into()));
             }
             if lens.timeout.is_some_and(|t| t.is_zero()) {

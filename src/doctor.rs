@@ -6,27 +6,11 @@
 //! [`Check`] lines; [`DoctorReport::render`] prints them with a verdict, and the caller exits 3
 //! when [`DoctorReport::all_ok`] is false (`docs/contract.md` "Exit codes").
 //!
-//! Per backend:
-//! - `builtin`: nothing to set up.
-//! - `command`: `bin` exists and is executable (a bare name is looked up on `PATH`); not run.
-//! - `claude-cli`: the binary is found and `claude --version` answers; logged in means
-//!   `CLAUDE_CODE_OAUTH_TOKEN` is set or a credentials file exists (`/login` writes
-//!   `.credentials.json` under `CLAUDE_CONFIG_DIR`, default `~/.claude`). An `ANTHROPIC_API_KEY`
-//!   in reviewbot's environment is a warning: the lens strips it from the child.
-//! - `codex-cli`: the binary is found and `codex --version` answers; `CODEX_HOME`, when set,
-//!   exists; `codex login status` exits 0 (logged out, codex-cli 0.171.0 says `Not logged in` on
-//!   stderr and exits 1).
-//! - `anthropic` / `openai`: the key is set, the base URL parses, a model is configured; no call.
-//! - A subscription lens with `api_fallback_model` gets an extra line saying whether its fallback
-//!   could run; it is a warning at worst, never what fails the lens.
-//!
-//! CLI children run as the lenses run them: the allow-listed environment of [`CliEnv`], an empty
-//! scratch directory, their own process group and a short timeout.
+//! Each backend checks its own setup (`Backend::preflight`, in its file under `src/lens/`);
+//! a subscription lens with `api_fallback_model` gets an extra line saying whether its fallback
+//! could run — a warning at worst, never what fails the lens.
 
-use std::ffi::OsStr;
 use std::fmt;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -35,45 +19,27 @@ use reqwest::Url;
 use crate::config::Config;
 use crate::github::client::{ClientLimits, DEFAULT_API_URL, GithubClient};
 use crate::github::model::RepoName;
-use crate::lens::cli_env::{Cli, CliEnv, scratch_dir};
-use crate::lens::http::{ANTHROPIC_VARS, ApiEnv, EnvVars, OPENAI_VARS, origin_of};
-use crate::lens::process::{self, Keep, ProcessSpec, child_text, describe_status};
-use crate::lens::{BackendKind, LensSpec, anthropic, claude, codex, openai};
-
-/// How long `claude --version`, `codex --version` and `codex login status` may take.
-pub const CLI_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The most of a CLI's output doctor reads (a version line, a login status).
-const CLI_MAX_OUTPUT: usize = 64 << 10;
-
-/// The longest piece of a CLI's output quoted in a check.
-const QUOTE_CHARS: usize = 200;
+use crate::lens::LensSpec;
+use crate::lens::http::origin_of;
+use crate::lens::preflight::lens_checks;
+pub use crate::lens::preflight::{CLI_TIMEOUT, Check, PreflightEnv};
 
 /// What doctor reads from the environment, captured once.
 pub struct DoctorEnv {
-    /// What a CLI lens's child may receive (and where `command` binaries are looked up).
-    pub cli: CliEnv,
-    /// `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`.
-    pub anthropic: ApiEnv,
-    /// `OPENAI_API_KEY`, `OPENAI_BASE_URL`.
-    pub openai: ApiEnv,
+    /// What the lens checks read.
+    pub lens: PreflightEnv,
     pub github: GithubCheck,
     /// Where the config was read from; `None` when there is no config file (presets only).
     pub config_path: Option<PathBuf>,
-    /// How long each CLI probe may take.
-    pub cli_timeout: Duration,
 }
 
 impl DoctorEnv {
     /// Reads the process environment. `config_path` is the file the caller loaded, if any.
     pub fn from_env(config_path: Option<PathBuf>) -> Self {
         Self {
-            cli: CliEnv::from_env(),
-            anthropic: ApiEnv::anthropic_from_env(),
-            openai: ApiEnv::openai_from_env(),
+            lens: PreflightEnv::from_env(),
             github: GithubCheck::from_env(),
             config_path,
-            cli_timeout: CLI_TIMEOUT,
         }
     }
 }
@@ -81,12 +47,9 @@ impl DoctorEnv {
 impl fmt::Debug for DoctorEnv {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DoctorEnv")
-            .field("cli", &self.cli)
-            .field("anthropic", &self.anthropic)
-            .field("openai", &self.openai)
+            .field("lens", &self.lens)
             .field("github", &self.github)
             .field("config_path", &self.config_path)
-            .field("cli_timeout", &self.cli_timeout)
             .finish()
     }
 }
@@ -141,54 +104,6 @@ impl fmt::Debug for GithubCheck {
     }
 }
 
-/// One line of the report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Check {
-    /// `config`, `github`, or `lens NAME`.
-    pub subject: String,
-    pub ok: bool,
-    /// Worth reading but not a failure (`ok` is true).
-    pub warning: bool,
-    pub detail: String,
-}
-
-impl Check {
-    fn ok(subject: &str, detail: impl Into<String>) -> Self {
-        Self {
-            subject: subject.to_owned(),
-            ok: true,
-            warning: false,
-            detail: detail.into(),
-        }
-    }
-
-    fn fail(subject: &str, detail: impl Into<String>) -> Self {
-        Self {
-            subject: subject.to_owned(),
-            ok: false,
-            warning: false,
-            detail: detail.into(),
-        }
-    }
-
-    fn warn(subject: &str, detail: impl Into<String>) -> Self {
-        Self {
-            subject: subject.to_owned(),
-            ok: true,
-            warning: true,
-            detail: detail.into(),
-        }
-    }
-
-    fn label(&self) -> &'static str {
-        match (self.ok, self.warning) {
-            (false, _) => "FAIL",
-            (true, true) => "warn",
-            (true, false) => "ok  ",
-        }
-    }
-}
-
 /// Every check, in order: config, each lens, GitHub.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DoctorReport {
@@ -240,7 +155,7 @@ pub async fn run(config: &Config, lenses: &[LensSpec], env: &DoctorEnv) -> Docto
     let lens_checks = async {
         let mut out = Vec::new();
         for spec in lenses {
-            out.extend(lens_check(spec, env).await);
+            out.extend(lens_checks(spec, &env.lens).await);
         }
         out
     };
@@ -266,394 +181,6 @@ fn config_check(config: &Config, path: Option<&Path>) -> Check {
             "no config file; presets only (builtin, claude, codex)",
         ),
     }
-}
-
-/// The checks of one lens: its main line, then any warning or fallback line.
-pub async fn lens_check(spec: &LensSpec, env: &DoctorEnv) -> Vec<Check> {
-    let subject = format!("lens {}", spec.name);
-    let mut checks = match spec.backend {
-        BackendKind::Builtin => vec![Check::ok(
-            &subject,
-            "builtin checks (secrets, conflict markers, bidi characters, debug statements); \
-             nothing to set up",
-        )],
-        BackendKind::Command => vec![command_check(&subject, spec, env)],
-        BackendKind::ClaudeCli => claude_check(&subject, spec, env).await,
-        BackendKind::CodexCli => codex_check(&subject, spec, env).await,
-        BackendKind::Anthropic => vec![api_check(
-            &subject,
-            BackendKind::Anthropic,
-            spec.model.as_deref(),
-            &env.anthropic,
-        )],
-        BackendKind::Openai => vec![api_check(
-            &subject,
-            BackendKind::Openai,
-            spec.model.as_deref(),
-            &env.openai,
-        )],
-    };
-    if let Some(check) = fallback_check(&subject, spec, env) {
-        checks.push(check);
-    }
-    checks
-}
-
-// ---- command ----
-
-fn command_check(subject: &str, spec: &LensSpec, env: &DoctorEnv) -> Check {
-    let Some(bin) = spec.bin.as_deref().filter(|b| !b.trim().is_empty()) else {
-        return Check::fail(subject, "command lens has no `bin`, the program to run");
-    };
-    match locate(bin, env.cli.get("PATH")) {
-        Located::Found(path) => Check::ok(
-            subject,
-            format!("command `{bin}` found at {} (not run)", path.display()),
-        ),
-        Located::NotExecutable(path) => Check::fail(
-            subject,
-            format!(
-                "command `{bin}`: {} is not an executable file",
-                path.display()
-            ),
-        ),
-        Located::NotFound => Check::fail(subject, not_found(bin, "set the lens's `bin`")),
-    }
-}
-
-// ---- claude-cli ----
-
-async fn claude_check(subject: &str, spec: &LensSpec, env: &DoctorEnv) -> Vec<Check> {
-    let mut checks = Vec::new();
-    let found = match cli_found(
-        spec,
-        claude::DEFAULT_BIN,
-        Cli::Claude,
-        "install Claude Code, or set the lens's `bin`",
-        env,
-    )
-    .await
-    {
-        Ok(found) => Some(found),
-        Err(detail) => {
-            checks.push(Check::fail(subject, format!("claude-cli: {detail}")));
-            None
-        }
-    };
-    if let Some(found) = found {
-        let login = claude_login(&env.cli);
-        let head = format!("claude-cli {found}");
-        checks.push(match login {
-            Ok(how) => Check::ok(subject, format!("{head}; logged in ({how})")),
-            Err(why) => Check::fail(subject, format!("{head}; {why}")),
-        });
-    }
-    if env.anthropic.key().is_some() {
-        checks.push(Check::warn(
-            subject,
-            "ANTHROPIC_API_KEY is set in reviewbot's environment; reviewbot removes it from the \
-             claude child (the CLI would otherwise bill the API instead of the subscription), so \
-             it is used only by `anthropic` lenses and the API fallback",
-        ));
-    }
-    checks
-}
-
-/// How `claude` is logged in, without a billed call, or why it is not.
-fn claude_login(cli: &CliEnv) -> Result<String, String> {
-    if cli.get("CLAUDE_CODE_OAUTH_TOKEN").is_some() {
-        return Ok("CLAUDE_CODE_OAUTH_TOKEN set".to_owned());
-    }
-    let dir = match (cli.get("CLAUDE_CONFIG_DIR"), cli.get("HOME")) {
-        (Some(dir), _) => Some(PathBuf::from(dir)),
-        (None, Some(home)) => Some(Path::new(home).join(".claude")),
-        (None, None) => None,
-    };
-    if let Some(file) = dir.map(|d| d.join(".credentials.json"))
-        && file.is_file()
-    {
-        return Ok(format!("credentials in {}", file.display()));
-    }
-    if cfg!(target_os = "macos") {
-        return Ok("not verified: on macOS `/login` keeps the login in the Keychain".to_owned());
-    }
-    Err(
-        "not logged in: run `claude setup-token` (CI: set CLAUDE_CODE_OAUTH_TOKEN) or \
-         `claude /login`"
-            .to_owned(),
-    )
-}
-
-// ---- codex-cli ----
-
-async fn codex_check(subject: &str, spec: &LensSpec, env: &DoctorEnv) -> Vec<Check> {
-    let found = match cli_found(
-        spec,
-        codex::DEFAULT_BIN,
-        Cli::Codex,
-        "install the Codex CLI, or set the lens's `bin`",
-        env,
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(detail) => return vec![Check::fail(subject, format!("codex-cli: {detail}"))],
-    };
-    let head = format!("codex-cli {found}");
-    if let Some(home) = env.cli.get("CODEX_HOME")
-        && !Path::new(home).is_dir()
-    {
-        return vec![Check::fail(
-            subject,
-            format!(
-                "{head}; CODEX_HOME points to a folder that does not exist ({})",
-                child_text(home.as_bytes(), QUOTE_CHARS, Keep::Head)
-            ),
-        )];
-    }
-    let out = match probe(&found.path, &["login", "status"], Cli::Codex, env).await {
-        Ok(out) => out,
-        Err(e) => {
-            return vec![Check::fail(
-                subject,
-                format!("{head}; `codex login status` failed: {e}"),
-            )];
-        }
-    };
-    let status = status_text(&out.stderr, &out.stdout);
-    if out.status.success() {
-        let mut checks = vec![Check::ok(
-            subject,
-            format!("{head}; logged in (codex login status: {status})"),
-        )];
-        if status.to_ascii_lowercase().contains("api key") {
-            checks.push(Check::warn(
-                subject,
-                "codex is logged in with an API key: its runs are billed to the API, not to a \
-                 ChatGPT plan; run `codex login` to use the subscription",
-            ));
-        }
-        checks
-    } else if status.to_ascii_lowercase().contains("not logged in") {
-        vec![Check::fail(
-            subject,
-            format!(
-                "{head}; not logged in (codex login status: {status}); run `codex login` (or \
-                 `codex login --device-auth`), or copy a ChatGPT auth.json into CODEX_HOME"
-            ),
-        )]
-    } else {
-        vec![Check::fail(
-            subject,
-            format!(
-                "{head}; `codex login status` exited with {}: {status}",
-                describe_status(out.status)
-            ),
-        )]
-    }
-}
-
-// ---- the CLIs' shared part ----
-
-/// A CLI binary that was found and answered `--version`.
-struct Found {
-    path: PathBuf,
-    version: String,
-}
-
-impl fmt::Display for Found {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} found at {}", self.version, self.path.display())
-    }
-}
-
-/// Finds the lens's CLI (its `bin`, else `default` on the child's `PATH`) and asks its version.
-async fn cli_found(
-    spec: &LensSpec,
-    default: &str,
-    cli: Cli,
-    install: &str,
-    env: &DoctorEnv,
-) -> Result<Found, String> {
-    let bin = spec
-        .bin
-        .as_deref()
-        .filter(|b| !b.trim().is_empty())
-        .unwrap_or(default);
-    let path = match locate(bin, env.cli.get("PATH")) {
-        Located::Found(path) => path,
-        Located::NotExecutable(path) => {
-            return Err(format!("{} is not an executable file", path.display()));
-        }
-        Located::NotFound => return Err(not_found(bin, install)),
-    };
-    let out = probe(&path, &["--version"], cli, env).await.map_err(|e| {
-        format!(
-            "found at {} but `{bin} --version` failed: {e}",
-            path.display()
-        )
-    })?;
-    if !out.status.success() {
-        return Err(format!(
-            "found at {} but `{bin} --version` exited with {}: {}",
-            path.display(),
-            describe_status(out.status),
-            status_text(&out.stderr, &out.stdout)
-        ));
-    }
-    let version = version_of(&out.stdout).unwrap_or_else(|| {
-        let text = status_text(&out.stdout, &out.stderr);
-        if text.is_empty() {
-            "(version unknown)".to_owned()
-        } else {
-            format!("({text})")
-        }
-    });
-    Ok(Found { path, version })
-}
-
-/// Runs `path args…` as a lens would run the CLI: the allow-listed environment, an empty scratch
-/// directory, its own process group, a short timeout, empty stdin.
-async fn probe(
-    path: &Path,
-    args: &[&str],
-    cli: Cli,
-    env: &DoctorEnv,
-) -> Result<process::ProcessOutput, String> {
-    let scratch = scratch_dir(match cli {
-        Cli::Claude => "claude",
-        Cli::Codex => "codex",
-    })
-    .map_err(|f| f.message)?;
-    let mut child = ProcessSpec::new(path.as_os_str(), scratch.path(), env.cli_timeout);
-    child.args = args.iter().map(|a| std::ffi::OsString::from(*a)).collect();
-    child.env = env.cli.child_env(cli);
-    child.max_output = CLI_MAX_OUTPUT;
-    process::run(child).await.map_err(|e| e.to_string())
-}
-
-/// The meaningful lines of a CLI's output, redacted and on one line: `first`'s, else `second`'s,
-/// without codex's `WARNING:` lines about helper binaries.
-fn status_text(first: &[u8], second: &[u8]) -> String {
-    let lines = |bytes: &[u8]| -> String {
-        String::from_utf8_lossy(bytes)
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with("WARNING:"))
-            .collect::<Vec<_>>()
-            .join("; ")
-    };
-    let text = match lines(first) {
-        t if t.is_empty() => lines(second),
-        t => t,
-    };
-    child_text(text.as_bytes(), QUOTE_CHARS, Keep::Head)
-}
-
-/// The version number in `--version` output: `2.1.197 (Claude Code)` → `2.1.197`,
-/// `codex-cli 0.171.0` → `0.171.0`.
-fn version_of(stdout: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(stdout);
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
-    line.split_whitespace()
-        .map(|w| w.trim_start_matches('v'))
-        .find(|w| {
-            w.starts_with(|c: char| c.is_ascii_digit())
-                && w.contains('.')
-                && w.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || ".-+".contains(c))
-        })
-        .map(|w| child_text(w.as_bytes(), 40, Keep::Head))
-}
-
-// ---- anthropic / openai ----
-
-fn vars_of(backend: BackendKind) -> (EnvVars, &'static str) {
-    match backend {
-        BackendKind::Openai => (OPENAI_VARS, openai::DEFAULT_BASE_URL),
-        _ => (ANTHROPIC_VARS, anthropic::DEFAULT_BASE_URL),
-    }
-}
-
-fn api_check(subject: &str, backend: BackendKind, model: Option<&str>, api: &ApiEnv) -> Check {
-    let name = backend.as_str();
-    let (vars, default_base) = vars_of(backend);
-    let mut problems = Vec::new();
-    if api.key().is_none() {
-        problems.push(format!("{} is not set", vars.key));
-    }
-    let base = match base_origin(api, vars, default_base) {
-        Ok(origin) => origin,
-        Err(problem) => {
-            problems.push(problem);
-            String::new()
-        }
-    };
-    let model = model.map(str::trim).filter(|m| !m.is_empty());
-    if model.is_none() {
-        problems.push("no `model` is configured for this lens".to_owned());
-    }
-    if problems.is_empty() {
-        Check::ok(
-            subject,
-            format!(
-                "{name} API at {base}, model {}; {} set (not called: a wrong key shows on the \
-                 first review)",
-                model.unwrap_or_default(),
-                vars.key
-            ),
-        )
-    } else {
-        Check::fail(subject, format!("{name}: {}", problems.join("; ")))
-    }
-}
-
-/// `scheme://host[:port]` of the API's base URL, or why it is unusable.
-fn base_origin(api: &ApiEnv, vars: EnvVars, default_base: &str) -> Result<String, String> {
-    let base = api.base_url.as_deref().unwrap_or(default_base);
-    match Url::parse(base) {
-        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host_str().is_some() => {
-            Ok(origin_of(&url))
-        }
-        _ => Err(format!("{} is not an http(s) URL", vars.base_url)),
-    }
-}
-
-/// For a subscription lens with `api_fallback_model`: whether its fallback could run.
-fn fallback_check(subject: &str, spec: &LensSpec, env: &DoctorEnv) -> Option<Check> {
-    let api = spec.fallback_backend()?;
-    let model = spec
-        .api_fallback_model
-        .as_deref()
-        .map(str::trim)
-        .filter(|m| !m.is_empty())?;
-    let (vars, default_base) = vars_of(api);
-    let api_env = match api {
-        BackendKind::Openai => &env.openai,
-        _ => &env.anthropic,
-    };
-    let name = api.as_str();
-    Some(match base_origin(api_env, vars, default_base) {
-        _ if api_env.key().is_none() => Check::warn(
-            subject,
-            format!(
-                "api fallback to {name} (model {model}) could not run: {} is not set",
-                vars.key
-            ),
-        ),
-        Err(problem) => Check::warn(
-            subject,
-            format!("api fallback to {name} (model {model}) could not run: {problem}"),
-        ),
-        Ok(origin) => Check::ok(
-            subject,
-            format!(
-                "api fallback to {name} (model {model}) could run: {} set, {origin}; its calls \
-                 are billed to that key",
-                vars.key
-            ),
-        ),
-    })
 }
 
 // ---- GitHub ----
@@ -700,62 +227,17 @@ async fn github_check(check: &GithubCheck) -> Check {
     }
 }
 
-// ---- finding executables ----
-
-enum Located {
-    Found(PathBuf),
-    /// Exists, but is a directory or lacks the execute bit.
-    NotExecutable(PathBuf),
-    NotFound,
-}
-
-/// Finds `bin` as [`process::run`] would: a path (with a `/`) as given, relative to our working
-/// directory; a bare name on `path_var` (the child's `PATH`), absolute entries only.
-fn locate(bin: &str, path_var: Option<&OsStr>) -> Located {
-    if bin.contains('/') {
-        let path = Path::new(bin);
-        let path = if path.is_absolute() {
-            path.to_path_buf()
-        } else {
-            match std::env::current_dir() {
-                Ok(cwd) => cwd.join(path),
-                Err(_) => return Located::NotFound,
-            }
-        };
-        return if is_executable(&path) {
-            Located::Found(path)
-        } else if path.exists() {
-            Located::NotExecutable(path)
-        } else {
-            Located::NotFound
-        };
-    }
-    let Some(search) = path_var else {
-        return Located::NotFound;
-    };
-    std::env::split_paths(search)
-        .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join(bin))
-        .find(|candidate| is_executable(candidate))
-        .map_or(Located::NotFound, Located::Found)
-}
-
-fn is_executable(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-fn not_found(bin: &str, install: &str) -> String {
-    let bin = child_text(bin.as_bytes(), QUOTE_CHARS, Keep::Head);
-    if bin.contains('/') {
-        format!("`{bin}` was not found ({install})")
-    } else {
-        format!("`{bin}` was not found on PATH ({install})")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lens::BackendKind;
+    use crate::lens::cli_env::CliEnv;
+    use crate::lens::http::ApiEnv;
+    use std::os::unix::fs::PermissionsExt;
+
+    async fn lens_check(spec: &LensSpec, env: &DoctorEnv) -> Vec<Check> {
+        lens_checks(spec, &env.lens).await
+    }
     use crate::lens::cli_env::fake::Fake;
     use crate::lens::http::tests::{FakeServer, Reply};
     use serde_json::json;
@@ -763,12 +245,14 @@ mod tests {
     /// An environment with nothing set but a `PATH` and `HOME` of our choosing.
     fn env_with(vars: &[(&str, &str)]) -> DoctorEnv {
         DoctorEnv {
-            cli: CliEnv::from_vars(vars.iter().map(|(k, v)| (*k, *v))),
-            anthropic: ApiEnv::default(),
-            openai: ApiEnv::default(),
+            lens: PreflightEnv {
+                cli: CliEnv::from_vars(vars.iter().map(|(k, v)| (*k, *v))),
+                anthropic: ApiEnv::default(),
+                openai: ApiEnv::default(),
+                cli_timeout: Duration::from_secs(5),
+            },
             github: GithubCheck::new("http://127.0.0.1:9", None),
             config_path: None,
-            cli_timeout: Duration::from_secs(5),
         }
     }
 
@@ -892,7 +376,7 @@ mod tests {
     async fn an_anthropic_key_is_a_warning_for_claude_and_feeds_its_fallback() {
         let fake = Fake::new("claude", "ok");
         let mut env = env_with(&[("PATH", "/usr/bin:/bin"), ("CLAUDE_CODE_OAUTH_TOKEN", "t")]);
-        env.anthropic = ApiEnv::from_values(Some("sk-ant-api03-paid".into()), None);
+        env.lens.anthropic = ApiEnv::from_values(Some("sk-ant-api03-paid".into()), None);
         let mut spec = fake.lens(BackendKind::ClaudeCli, None);
         spec.api_fallback_model = Some("claude-sonnet-5".into());
         let checks = lens_check(&spec, &env).await;
@@ -1004,7 +488,7 @@ mod tests {
         );
 
         let mut env = env_with(&[]);
-        env.openai = ApiEnv::from_values(
+        env.lens.openai = ApiEnv::from_values(
             Some("sk-proj-secret".into()),
             Some("http://user:pw@127.0.0.1:4000/v1/".into()),
         );
@@ -1020,7 +504,7 @@ mod tests {
         );
         assert!(!check.detail.contains("pw") && !check.detail.contains("secret"));
 
-        env.openai = ApiEnv::from_values(Some("k".into()), Some("not a url".into()));
+        env.lens.openai = ApiEnv::from_values(Some("k".into()), Some("not a url".into()));
         let check = one(&lens_check(&spec, &env).await).clone();
         assert!(!check.ok);
         assert!(
@@ -1247,8 +731,8 @@ mod tests {
         let codex_home = home.path().join("codex-home");
         std::fs::create_dir(&codex_home).expect("codex home");
         let mut env = env_with(&[]);
-        env.cli = real_env(home.path(), &[("CODEX_HOME", &codex_home)]);
-        env.cli_timeout = Duration::from_secs(30);
+        env.lens.cli = real_env(home.path(), &[("CODEX_HOME", &codex_home)]);
+        env.lens.cli_timeout = Duration::from_secs(30);
 
         let mut spec = lens("claude", BackendKind::ClaudeCli);
         spec.bin = Some(claude.to_string_lossy().into_owned());
@@ -1267,34 +751,6 @@ mod tests {
                 .detail
                 .contains("not logged in (codex login status: Not logged in)"),
             "{check:?}"
-        );
-    }
-
-    #[test]
-    fn versions_are_read_from_both_clis() {
-        assert_eq!(
-            version_of(b"2.1.197 (Claude Code)\n").as_deref(),
-            Some("2.1.197")
-        );
-        assert_eq!(
-            version_of(b"codex-cli 0.171.0\n").as_deref(),
-            Some("0.171.0")
-        );
-        assert_eq!(
-            version_of(b"tool v1.2.3-beta\n").as_deref(),
-            Some("1.2.3-beta")
-        );
-        assert_eq!(version_of(b"no version here\n"), None);
-    }
-
-    #[test]
-    fn status_text_drops_codex_warnings() {
-        let stderr =
-            b"WARNING: proceeding, even though we could not create PATH aliases\nNot logged in\n";
-        assert_eq!(status_text(stderr, b""), "Not logged in");
-        assert_eq!(
-            status_text(b"", b"Logged in using ChatGPT\n"),
-            "Logged in using ChatGPT"
         );
     }
 

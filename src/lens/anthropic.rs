@@ -14,10 +14,13 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::api::{self, ApiVendor};
+use super::backend::CallEnv;
 use super::http::{
-    self, ANTHROPIC_VARS, ApiEnv, Call, CallError, DEFAULT_MAX_OUTPUT_TOKENS, RetryPolicy,
+    self, ANTHROPIC_VARS, ApiEnv, CallError, DEFAULT_MAX_OUTPUT_TOKENS, EnvVars, RetryPolicy,
 };
-use super::{Answer, Failure, LensRequest, LensSpec, Usage};
+use super::preflight::PreflightEnv;
+use super::{Answer, BackendKind, Failure, LensRequest, LensSpec, Usage};
 use crate::lens::contract::{LensResponse, response_schema};
 
 /// Used when `ANTHROPIC_BASE_URL` is unset; like the SDKs, without `/v1`.
@@ -92,14 +95,61 @@ struct MessagesUsage {
     cache_read_input_tokens: Option<u64>,
 }
 
-/// Runs an `anthropic` lens with `model` and the default retry policy.
-pub async fn run(
-    spec: &LensSpec,
-    model: &str,
-    req: &LensRequest,
-    env: &ApiEnv,
-) -> Result<Answer, Failure> {
-    run_with_policy(spec, model, req, env, &RetryPolicy::default()).await
+/// The `anthropic` backend's wire format.
+pub struct Anthropic;
+
+impl ApiVendor for Anthropic {
+    const KIND: BackendKind = BackendKind::Anthropic;
+    const VARS: EnvVars = ANTHROPIC_VARS;
+    const DEFAULT_BASE_URL: &'static str = DEFAULT_BASE_URL;
+    const PATH: &'static str = "v1/messages";
+
+    fn api_env<'a>(env: &CallEnv<'a>) -> &'a ApiEnv {
+        env.anthropic
+    }
+
+    fn preflight_env(env: &PreflightEnv) -> &ApiEnv {
+        &env.anthropic
+    }
+
+    fn headers(key: &str) -> Result<HeaderMap, Failure> {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-api-key", http::secret_header(key, ANTHROPIC_VARS)?);
+        headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        Ok(headers)
+    }
+
+    fn body(
+        spec: &LensSpec,
+        model: &str,
+        prompt: &str,
+        structured: bool,
+    ) -> Result<Vec<u8>, Failure> {
+        api::encode(&MessagesRequest {
+            model,
+            max_tokens: spec.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS),
+            messages: [Message {
+                role: "user",
+                content: prompt,
+            }],
+            temperature: spec.temperature,
+            output_config: structured.then(|| OutputConfig {
+                format: OutputFormat {
+                    kind: "json_schema",
+                    schema: response_schema(),
+                },
+            }),
+        })
+    }
+
+    fn rejects_structured_output(err: &CallError) -> bool {
+        rejects_structured_output(err)
+    }
+
+    fn answer(body: &[u8], key: &str) -> Result<Answer, Failure> {
+        answer(body, key)
+    }
 }
 
 /// Runs an `anthropic` lens with `model`, retrying transient failures under `policy`.
@@ -110,56 +160,7 @@ pub async fn run_with_policy(
     env: &ApiEnv,
     policy: &RetryPolicy,
 ) -> Result<Answer, Failure> {
-    let Some(key) = env.key() else {
-        return Err(Failure::fatal(format!("{} is not set", ANTHROPIC_VARS.key)));
-    };
-    let model = model.trim();
-    if model.is_empty() {
-        return Err(Failure::fatal("no model is configured for this lens"));
-    }
-    let base = env.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
-    let url = http::endpoint(base, "v1/messages", ANTHROPIC_VARS)?;
-    let mut headers = HeaderMap::new();
-    headers.insert("x-api-key", http::secret_header(key, ANTHROPIC_VARS)?);
-    headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    let client = http::client(&url, spec.timeout)?;
-
-    let mut structured = true;
-    let body = loop {
-        let request = MessagesRequest {
-            model,
-            max_tokens: spec.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS),
-            messages: [Message {
-                role: "user",
-                content: &req.prompt,
-            }],
-            temperature: spec.temperature,
-            output_config: structured.then(|| OutputConfig {
-                format: OutputFormat {
-                    kind: "json_schema",
-                    schema: response_schema(),
-                },
-            }),
-        };
-        let bytes = serde_json::to_vec(&request)
-            .map_err(|e| Failure::fatal(format!("could not encode the request: {e}")))?;
-        let call = Call {
-            client: &client,
-            url: &url,
-            headers: &headers,
-            body: &bytes,
-            vars: ANTHROPIC_VARS,
-            model,
-            key,
-        };
-        match http::post_with_retries(&call, policy).await {
-            Ok(body) => break body,
-            Err(err) if structured && rejects_structured_output(&err) => structured = false,
-            Err(err) => return Err(err.failure),
-        }
-    };
-    answer(&body, key)
+    api::call_with::<Anthropic>(spec, model, req, env, policy).await
 }
 
 /// A 400 that names the structured-output field: an older model or a proxy that does not

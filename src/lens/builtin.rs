@@ -45,7 +45,10 @@ use std::sync::LazyLock;
 use memchr::memmem;
 
 use crate::diff::{Diff, DiffLine, FileDiff, LineKind, Side};
+use crate::lens::backend::{Backend, CallEnv, Pending, Runs};
 use crate::lens::contract::{Confidence, LensResponse, RawFinding, Severity};
+use crate::lens::preflight::{self, PreflightEnv};
+use crate::lens::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec};
 use crate::redact;
 use crate::unicode::{self, Hidden};
 
@@ -54,6 +57,48 @@ use crate::unicode::{self, Hidden};
 /// and reused by [`review_with`], which would otherwise search the added lines again.
 #[derive(Debug, Default)]
 pub struct SecretKeywords(Vec<Vec<usize>>);
+
+/// The `builtin` backend: deterministic checks of the diff's added lines, in process. The panel
+/// runs it on the whole diff ([`review_with`]); it takes no prompt and makes no call.
+pub struct Builtin;
+
+impl Backend for Builtin {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Builtin
+    }
+
+    fn auth_class(&self) -> AuthClass {
+        AuthClass::None
+    }
+
+    fn runs(&self) -> Runs {
+        Runs::InProcess
+    }
+
+    fn call<'a>(
+        &'a self,
+        _spec: &'a LensSpec,
+        _req: &'a LensRequest,
+        _env: CallEnv<'a>,
+    ) -> Pending<'a, Result<Answer, Failure>> {
+        Box::pin(async { Err(Failure::fatal("the builtin lens takes no calls")) })
+    }
+
+    fn preflight<'a>(
+        &'a self,
+        subject: &'a str,
+        _spec: &'a LensSpec,
+        _env: &'a PreflightEnv,
+    ) -> Pending<'a, Vec<preflight::Check>> {
+        Box::pin(async move {
+            vec![preflight::Check::ok(
+                subject,
+                "builtin checks (secrets, conflict markers, bidi characters, debug statements); \
+                 nothing to set up",
+            )]
+        })
+    }
+}
 
 /// Runs every check on the added lines of `diff`, files shared out over the cores (a
 /// multi-megabyte diff is otherwise the slowest part of an offline review).

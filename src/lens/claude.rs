@@ -6,15 +6,18 @@
 //! (`docs/contract.md` "Backends", "Isolation").
 
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::cli_env::{Cli, CliEnv, process_failure, says_usage_limit, scratch_dir, stderr_note};
+use super::agent_cli::AgentCli;
+use super::backend::Pending;
+use super::cli_env::{Cli, CliEnv, says_usage_limit, stderr_note};
+use super::preflight::{Check, PreflightEnv, cli_found};
 use super::process::{
-    self, DEFAULT_MAX_OUTPUT, Keep, OUTPUT_EXCERPT_CHARS, ProcessOutput, ProcessSpec,
-    STDERR_TAIL_CHARS, child_text, describe_status,
+    Keep, OUTPUT_EXCERPT_CHARS, ProcessOutput, STDERR_TAIL_CHARS, child_text, describe_status,
 };
-use super::{Answer, Failure, FailureKind, LensRequest, LensSpec, Usage};
+use super::{Answer, BackendKind, Failure, FailureKind, LensSpec, Usage};
 use crate::lens::contract::LensResponse;
 
 /// The binary looked up on the child's `PATH` when the lens names none.
@@ -55,33 +58,32 @@ pub fn args(model: Option<&str>) -> Vec<OsString> {
     args
 }
 
-/// Runs a `claude-cli` lens once.
-pub async fn run(spec: &LensSpec, req: &LensRequest, env: &CliEnv) -> Result<Answer, Failure> {
-    run_capped(spec, req, env, DEFAULT_MAX_OUTPUT).await
-}
+/// The `claude-cli` backend.
+pub struct ClaudeCli;
 
-async fn run_capped(
-    spec: &LensSpec,
-    req: &LensRequest,
-    env: &CliEnv,
-    max_output: usize,
-) -> Result<Answer, Failure> {
-    let scratch = scratch_dir("claude")?;
-    let bin = spec
-        .bin
-        .as_deref()
-        .filter(|b| !b.is_empty())
-        .unwrap_or(DEFAULT_BIN);
-    let mut child = ProcessSpec::new(bin, scratch.path(), spec.timeout);
-    child.args = args(spec.model.as_deref());
-    child.env = env.child_env(Cli::Claude);
-    child.stdin = req.prompt.as_bytes().to_vec();
-    child.max_output = max_output;
+impl AgentCli for ClaudeCli {
+    const KIND: BackendKind = BackendKind::ClaudeCli;
+    const FALLBACK: BackendKind = BackendKind::Anthropic;
+    const CLI: Cli = Cli::Claude;
+    const NAME: &'static str = "claude";
+    const DEFAULT_BIN: &'static str = DEFAULT_BIN;
+    const INSTALL: &'static str = INSTALL;
 
-    let out = process::run(child)
-        .await
-        .map_err(|e| process_failure("claude", INSTALL, e))?;
-    read_output(&out)
+    fn prepare(spec: &LensSpec, _env: &CliEnv, _scratch: &Path) -> Result<Vec<OsString>, Failure> {
+        Ok(args(spec.model.as_deref()))
+    }
+
+    fn read_output(out: &ProcessOutput) -> Result<Answer, Failure> {
+        read_output(out)
+    }
+
+    fn preflight<'a>(
+        subject: &'a str,
+        spec: &'a LensSpec,
+        env: &'a PreflightEnv,
+    ) -> Pending<'a, Vec<Check>> {
+        Box::pin(preflight(subject, spec, env))
+    }
 }
 
 /// Reads a finished run: the result object decides, not the exit status.
@@ -275,6 +277,61 @@ fn excerpt_note(excerpt: &str) -> String {
     }
 }
 
+// ---- doctor ----
+
+async fn preflight(subject: &str, spec: &LensSpec, env: &PreflightEnv) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let found = match cli_found(spec, DEFAULT_BIN, Cli::Claude, INSTALL, env).await {
+        Ok(found) => Some(found),
+        Err(detail) => {
+            checks.push(Check::fail(subject, format!("claude-cli: {detail}")));
+            None
+        }
+    };
+    if let Some(found) = found {
+        let login = claude_login(&env.cli);
+        let head = format!("claude-cli {found}");
+        checks.push(match login {
+            Ok(how) => Check::ok(subject, format!("{head}; logged in ({how})")),
+            Err(why) => Check::fail(subject, format!("{head}; {why}")),
+        });
+    }
+    if env.anthropic.key().is_some() {
+        checks.push(Check::warn(
+            subject,
+            "ANTHROPIC_API_KEY is set in reviewbot's environment; reviewbot removes it from the \
+             claude child (the CLI would otherwise bill the API instead of the subscription), so \
+             it is used only by `anthropic` lenses and the API fallback",
+        ));
+    }
+    checks
+}
+
+/// How `claude` is logged in, without a billed call, or why it is not.
+fn claude_login(cli: &CliEnv) -> Result<String, String> {
+    if cli.get("CLAUDE_CODE_OAUTH_TOKEN").is_some() {
+        return Ok("CLAUDE_CODE_OAUTH_TOKEN set".to_owned());
+    }
+    let dir = match (cli.get("CLAUDE_CONFIG_DIR"), cli.get("HOME")) {
+        (Some(dir), _) => Some(PathBuf::from(dir)),
+        (None, Some(home)) => Some(Path::new(home).join(".claude")),
+        (None, None) => None,
+    };
+    if let Some(file) = dir.map(|d| d.join(".credentials.json"))
+        && file.is_file()
+    {
+        return Ok(format!("credentials in {}", file.display()));
+    }
+    if cfg!(target_os = "macos") {
+        return Ok("not verified: on macOS `/login` keeps the login in the Keychain".to_owned());
+    }
+    Err(
+        "not logged in: run `claude setup-token` (CI: set CLAUDE_CODE_OAUTH_TOKEN) or \
+         `claude /login`"
+            .to_owned(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::process::ExitStatusExt;
@@ -283,6 +340,22 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
+    use crate::lens::LensRequest;
+    use crate::lens::agent_cli;
+    use crate::lens::process::DEFAULT_MAX_OUTPUT;
+
+    async fn run(spec: &LensSpec, req: &LensRequest, env: &CliEnv) -> Result<Answer, Failure> {
+        run_capped(spec, req, env, DEFAULT_MAX_OUTPUT).await
+    }
+
+    async fn run_capped(
+        spec: &LensSpec,
+        req: &LensRequest,
+        env: &CliEnv,
+        max_output: usize,
+    ) -> Result<Answer, Failure> {
+        agent_cli::run::<ClaudeCli>(spec, req, env, max_output).await
+    }
     use crate::lens::BackendKind;
     use crate::lens::cli_env::fake::{self, Fake};
 

@@ -9,7 +9,7 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::sync::LazyLock;
 
-use super::process::{Keep, LensError, ProcessError, STDERR_TAIL_CHARS, child_text};
+use super::process::{self, Keep, ProcessError, STDERR_TAIL_CHARS, child_text, failure_of};
 use super::{Failure, FailureKind};
 
 /// Variables every CLI child gets when they are set: enough to find programs, a home (where the
@@ -132,30 +132,27 @@ pub(crate) fn scratch_dir(cli: &str) -> Result<tempfile::TempDir, Failure> {
 
 /// A child that did not run to its end, as a lens failure. `install` says how to get the CLI.
 pub(crate) fn process_failure(cli: &str, install: &str, e: ProcessError) -> Failure {
-    match e {
-        ProcessError::NotFound { program } => Failure::new(
+    if let ProcessError::NotFound { program } = &e {
+        return Failure::new(
             FailureKind::Missing,
             format!(
                 "`{}` was not found ({install})",
                 child_text(program.as_bytes(), 200, Keep::Head)
             ),
-        ),
-        ProcessError::Timeout { .. } => Failure::new(
-            FailureKind::Timeout,
-            format!("{cli} {}", LensError::from(e)),
-        ),
-        other => Failure::fatal(format!("{cli}: {}", LensError::from(other))),
+        );
     }
+    let f = failure_of(e);
+    let sep = if f.kind == FailureKind::Timeout {
+        " "
+    } else {
+        ": "
+    };
+    Failure::new(f.kind, format!("{cli}{sep}{}", f.message))
 }
 
 /// The tail of a child's stderr, redacted and on one line, as `; stderr: …` (or nothing).
 pub(crate) fn stderr_note(stderr: &[u8]) -> String {
-    let tail = child_text(stderr, STDERR_TAIL_CHARS, Keep::Tail);
-    if tail.is_empty() {
-        String::new()
-    } else {
-        format!("; stderr: {tail}")
-    }
+    process::stderr_note(&child_text(stderr, STDERR_TAIL_CHARS, Keep::Tail))
 }
 
 /// Whether `text` (already lowercased) mentions a usage or rate limit.

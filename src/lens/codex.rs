@@ -10,14 +10,15 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::cli_env::{
-    Cli, CliEnv, mentions_status, process_failure, says_usage_limit, scratch_dir, stderr_note,
-};
+use super::agent_cli::AgentCli;
+use super::backend::Pending;
+use super::cli_env::{Cli, CliEnv, mentions_status, says_usage_limit, stderr_note};
+use super::preflight::{Check, PreflightEnv, QUOTE_CHARS, cli_found, probe, status_text};
 use super::process::{
-    self, DEFAULT_MAX_OUTPUT, Keep, OUTPUT_EXCERPT_CHARS, ProcessError, ProcessOutput, ProcessSpec,
-    STDERR_TAIL_CHARS, child_text, describe_status,
+    Keep, OUTPUT_EXCERPT_CHARS, ProcessError, ProcessOutput, STDERR_TAIL_CHARS, child_text,
+    describe_status,
 };
-use super::{Answer, Failure, FailureKind, LensRequest, LensSpec, Usage};
+use super::{Answer, BackendKind, Failure, FailureKind, LensSpec, Usage};
 use crate::lens::contract::{LensResponse, response_schema};
 
 /// The binary looked up on the child's `PATH` when the lens names none.
@@ -52,59 +53,57 @@ pub fn args(model: Option<&str>, schema: &Path) -> Vec<OsString> {
     args
 }
 
-/// Runs a `codex-cli` lens once.
-pub async fn run(spec: &LensSpec, req: &LensRequest, env: &CliEnv) -> Result<Answer, Failure> {
-    run_capped(spec, req, env, DEFAULT_MAX_OUTPUT).await
-}
+/// The `codex-cli` backend.
+pub struct CodexCli;
 
-async fn run_capped(
-    spec: &LensSpec,
-    req: &LensRequest,
-    env: &CliEnv,
-    max_output: usize,
-) -> Result<Answer, Failure> {
-    // The real CLI refuses a missing CODEX_HOME; say so plainly rather than relay its stderr.
-    if let Some(home) = env.get("CODEX_HOME")
-        && !Path::new(home).is_dir()
-    {
-        return Err(Failure::fatal(format!(
-            "codex: CODEX_HOME points to a folder that does not exist ({})",
-            child_text(home.as_encoded_bytes(), 200, Keep::Head)
-        )));
-    }
-    let scratch = scratch_dir("codex")?;
-    let schema = scratch.path().join(SCHEMA_FILE);
-    let schema_json = serde_json::to_vec_pretty(&response_schema())
-        .map_err(|e| Failure::fatal(format!("codex: could not encode the schema: {e}")))?;
-    std::fs::write(&schema, schema_json)
-        .map_err(|e| Failure::fatal(format!("codex: could not write the schema file: {e}")))?;
+impl AgentCli for CodexCli {
+    const KIND: BackendKind = BackendKind::CodexCli;
+    const FALLBACK: BackendKind = BackendKind::Openai;
+    const CLI: Cli = Cli::Codex;
+    const NAME: &'static str = "codex";
+    const DEFAULT_BIN: &'static str = DEFAULT_BIN;
+    const INSTALL: &'static str = INSTALL;
 
-    let bin = spec
-        .bin
-        .as_deref()
-        .filter(|b| !b.is_empty())
-        .unwrap_or(DEFAULT_BIN);
-    let mut child = ProcessSpec::new(bin, scratch.path(), spec.timeout);
-    child.args = args(spec.model.as_deref(), &schema);
-    child.env = env.child_env(Cli::Codex);
-    child.stdin = req.prompt.as_bytes().to_vec();
-    child.max_output = max_output;
-
-    let out = process::run(child).await.map_err(|e| {
-        // The real CLI offline reconnects and then waits for the network without end: only the
-        // timeout stops it, and its last `error` event says why it never answered.
-        let last = match &e {
-            ProcessError::Timeout { stdout, .. } => events(stdout).last_error,
-            _ => None,
-        };
-        let mut f = process_failure("codex", INSTALL, e);
-        if let Some(last) = last {
-            f.message
-                .push_str(&format!("; last error: {}", short(&last)));
+    fn prepare(spec: &LensSpec, env: &CliEnv, scratch: &Path) -> Result<Vec<OsString>, Failure> {
+        // The real CLI refuses a missing CODEX_HOME; say so plainly rather than relay its stderr.
+        if let Some(home) = env.get("CODEX_HOME")
+            && !Path::new(home).is_dir()
+        {
+            return Err(Failure::fatal(format!(
+                "codex: CODEX_HOME points to a folder that does not exist ({})",
+                child_text(home.as_encoded_bytes(), 200, Keep::Head)
+            )));
         }
-        f
-    })?;
-    read_output(&out)
+        let schema = scratch.join(SCHEMA_FILE);
+        let schema_json = serde_json::to_vec_pretty(&response_schema())
+            .map_err(|e| Failure::fatal(format!("codex: could not encode the schema: {e}")))?;
+        std::fs::write(&schema, schema_json)
+            .map_err(|e| Failure::fatal(format!("codex: could not write the schema file: {e}")))?;
+        Ok(args(spec.model.as_deref(), &schema))
+    }
+
+    /// The real CLI offline reconnects and then waits for the network without end: only the
+    /// timeout stops it, and its last `error` event says why it never answered.
+    fn explain(error: &ProcessError) -> Option<String> {
+        match error {
+            ProcessError::Timeout { stdout, .. } => events(stdout)
+                .last_error
+                .map(|last| format!("; last error: {}", short(&last))),
+            _ => None,
+        }
+    }
+
+    fn read_output(out: &ProcessOutput) -> Result<Answer, Failure> {
+        read_output(out)
+    }
+
+    fn preflight<'a>(
+        subject: &'a str,
+        spec: &'a LensSpec,
+        env: &'a PreflightEnv,
+    ) -> Pending<'a, Vec<Check>> {
+        Box::pin(preflight(subject, spec, env))
+    }
 }
 
 /// What the event stream said, as far as the lens cares.
@@ -281,12 +280,89 @@ fn short(message: &str) -> String {
     child_text(message.as_bytes(), STDERR_TAIL_CHARS, Keep::Head)
 }
 
+// ---- doctor ----
+
+async fn preflight(subject: &str, spec: &LensSpec, env: &PreflightEnv) -> Vec<Check> {
+    let found = match cli_found(spec, DEFAULT_BIN, Cli::Codex, INSTALL, env).await {
+        Ok(found) => found,
+        Err(detail) => return vec![Check::fail(subject, format!("codex-cli: {detail}"))],
+    };
+    let head = format!("codex-cli {found}");
+    if let Some(home) = env.cli.get("CODEX_HOME")
+        && !Path::new(home).is_dir()
+    {
+        return vec![Check::fail(
+            subject,
+            format!(
+                "{head}; CODEX_HOME points to a folder that does not exist ({})",
+                child_text(home.as_encoded_bytes(), QUOTE_CHARS, Keep::Head)
+            ),
+        )];
+    }
+    let out = match probe(&found.path, &["login", "status"], Cli::Codex, env).await {
+        Ok(out) => out,
+        Err(e) => {
+            return vec![Check::fail(
+                subject,
+                format!("{head}; `codex login status` failed: {e}"),
+            )];
+        }
+    };
+    let status = status_text(&out.stderr, &out.stdout);
+    if out.status.success() {
+        let mut checks = vec![Check::ok(
+            subject,
+            format!("{head}; logged in (codex login status: {status})"),
+        )];
+        if status.to_ascii_lowercase().contains("api key") {
+            checks.push(Check::warn(
+                subject,
+                "codex is logged in with an API key: its runs are billed to the API, not to a \
+                 ChatGPT plan; run `codex login` to use the subscription",
+            ));
+        }
+        checks
+    } else if status.to_ascii_lowercase().contains("not logged in") {
+        vec![Check::fail(
+            subject,
+            format!(
+                "{head}; not logged in (codex login status: {status}); run `codex login` (or \
+                 `codex login --device-auth`), or copy a ChatGPT auth.json into CODEX_HOME"
+            ),
+        )]
+    } else {
+        vec![Check::fail(
+            subject,
+            format!(
+                "{head}; `codex login status` exited with {}: {status}",
+                describe_status(out.status)
+            ),
+        )]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
     use std::time::{Duration, Instant};
 
     use super::*;
+    use crate::lens::LensRequest;
+    use crate::lens::agent_cli;
+    use crate::lens::process::DEFAULT_MAX_OUTPUT;
+
+    async fn run(spec: &LensSpec, req: &LensRequest, env: &CliEnv) -> Result<Answer, Failure> {
+        run_capped(spec, req, env, DEFAULT_MAX_OUTPUT).await
+    }
+
+    async fn run_capped(
+        spec: &LensSpec,
+        req: &LensRequest,
+        env: &CliEnv,
+        max_output: usize,
+    ) -> Result<Answer, Failure> {
+        agent_cli::run::<CodexCli>(spec, req, env, max_output).await
+    }
     use crate::lens::BackendKind;
     use crate::lens::cli_env::fake::{self, Fake};
 

@@ -8,11 +8,13 @@ use std::ffi::OsString;
 
 use serde::Serialize;
 
+use super::backend::{Backend, CallEnv, Pending, Runs};
+use super::preflight::{Check, Located, PreflightEnv, locate, not_found};
 use super::process::{
-    self, DEFAULT_MAX_OUTPUT, Keep, LensError, OUTPUT_EXCERPT_CHARS, ProcessSpec,
-    STDERR_TAIL_CHARS, child_text, describe_status,
+    self, DEFAULT_MAX_OUTPUT, Keep, OUTPUT_EXCERPT_CHARS, ProcessSpec, STDERR_TAIL_CHARS,
+    child_text, describe_status, excerpt_note, failure_of, stderr_note,
 };
-use super::{Answer, LensRequest, LensSpec, PrInfo};
+use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec, PrInfo};
 use crate::lens::contract::{LensResponse, response_schema};
 
 /// Variables every command lens gets when they are set: enough to find programs, a home, a
@@ -44,18 +46,54 @@ struct CommandRequest<'a> {
     schema: serde_json::Value,
 }
 
-/// Runs a `command` lens. A command lens reports no token usage or cost.
-pub async fn run(spec: &LensSpec, req: &LensRequest) -> Result<Answer, LensError> {
-    run_capped(spec, req, DEFAULT_MAX_OUTPUT).await
+/// The `command` backend.
+pub struct Command;
+
+impl Backend for Command {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Command
+    }
+
+    fn auth_class(&self) -> AuthClass {
+        AuthClass::None
+    }
+
+    fn runs(&self) -> Runs {
+        Runs::Process
+    }
+
+    fn runs_named_program(&self) -> bool {
+        true
+    }
+
+    fn call<'a>(
+        &'a self,
+        spec: &'a LensSpec,
+        req: &'a LensRequest,
+        _env: CallEnv<'a>,
+    ) -> Pending<'a, Result<Answer, Failure>> {
+        Box::pin(run_capped(spec, req, DEFAULT_MAX_OUTPUT))
+    }
+
+    fn preflight<'a>(
+        &'a self,
+        subject: &'a str,
+        spec: &'a LensSpec,
+        env: &'a PreflightEnv,
+    ) -> Pending<'a, Vec<Check>> {
+        Box::pin(async move { vec![preflight(subject, spec, env)] })
+    }
 }
 
+/// Runs a `command` lens, each output stream capped at `max_output` bytes. A command lens
+/// reports no token usage or cost.
 async fn run_capped(
     spec: &LensSpec,
     req: &LensRequest,
     max_output: usize,
-) -> Result<Answer, LensError> {
+) -> Result<Answer, Failure> {
     let Some(bin) = spec.bin.as_deref().filter(|b| !b.is_empty()) else {
-        return Err(LensError::Misconfigured(format!(
+        return Err(Failure::fatal(format!(
             "command lens `{}` has no `bin`",
             spec.name
         )));
@@ -64,7 +102,7 @@ async fn run_capped(
     let scratch = tempfile::Builder::new()
         .prefix("reviewbot-lens-")
         .tempdir()
-        .map_err(|e| LensError::Io(format!("could not create a scratch directory: {e}")))?;
+        .map_err(|e| Failure::fatal(format!("could not create a scratch directory: {e}")))?;
 
     let mut child = ProcessSpec::new(bin, scratch.path(), spec.timeout);
     child.args = spec.args.iter().map(OsString::from).collect();
@@ -72,16 +110,19 @@ async fn run_capped(
     child.stdin = request_json(spec, req)?;
     child.max_output = max_output;
 
-    let out = process::run(child).await?;
+    let out = process::run(child).await.map_err(failure_of)?;
     if !out.status.success() {
-        return Err(LensError::Exit {
-            status: describe_status(out.status),
-            stderr: child_text(&out.stderr, STDERR_TAIL_CHARS, Keep::Tail),
-        });
+        return Err(Failure::fatal(format!(
+            "exited with {}{}",
+            describe_status(out.status),
+            stderr_note(&child_text(&out.stderr, STDERR_TAIL_CHARS, Keep::Tail))
+        )));
     }
-    let unreadable = |reason: String| LensError::Unreadable {
-        reason,
-        excerpt: child_text(&out.stdout, OUTPUT_EXCERPT_CHARS, Keep::Head),
+    let unreadable = |reason: String| {
+        Failure::fatal(format!(
+            "unreadable output: {reason}{}",
+            excerpt_note(&child_text(&out.stdout, OUTPUT_EXCERPT_CHARS, Keep::Head))
+        ))
     };
     let text = std::str::from_utf8(&out.stdout)
         .map_err(|_| unreadable("the reply is not UTF-8".to_owned()))?;
@@ -94,7 +135,7 @@ async fn run_capped(
 }
 
 /// The request document written to the lens's stdin.
-fn request_json(spec: &LensSpec, req: &LensRequest) -> Result<Vec<u8>, LensError> {
+fn request_json(spec: &LensSpec, req: &LensRequest) -> Result<Vec<u8>, Failure> {
     let doc = CommandRequest {
         lens: spec.name.as_str(),
         prompt: &req.prompt,
@@ -103,7 +144,7 @@ fn request_json(spec: &LensSpec, req: &LensRequest) -> Result<Vec<u8>, LensError
         schema: response_schema(),
     };
     serde_json::to_vec(&doc)
-        .map_err(|e| LensError::Io(format!("could not encode the request: {e}")))
+        .map_err(|e| Failure::fatal(format!("could not encode the request: {e}")))
 }
 
 /// The child's whole environment, taken from `parent`: the base allow-list, `LC_*`, and the
@@ -126,6 +167,28 @@ fn child_env(
         .collect()
 }
 
+/// `doctor`'s line: `bin` exists and is executable (a bare name is looked up on `PATH`); it is
+/// not run.
+fn preflight(subject: &str, spec: &LensSpec, env: &PreflightEnv) -> Check {
+    let Some(bin) = spec.bin.as_deref().filter(|b| !b.trim().is_empty()) else {
+        return Check::fail(subject, "command lens has no `bin`, the program to run");
+    };
+    match locate(bin, env.cli.get("PATH")) {
+        Located::Found(path) => Check::ok(
+            subject,
+            format!("command `{bin}` found at {} (not run)", path.display()),
+        ),
+        Located::NotExecutable(path) => Check::fail(
+            subject,
+            format!(
+                "command `{bin}`: {} is not an executable file",
+                path.display()
+            ),
+        ),
+        Located::NotFound => Check::fail(subject, not_found(bin, "set the lens's `bin`")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::{Path, PathBuf};
@@ -133,6 +196,10 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
+
+    async fn run(spec: &LensSpec, req: &LensRequest) -> Result<Answer, Failure> {
+        run_capped(spec, req, DEFAULT_MAX_OUTPUT).await
+    }
     use crate::diff::Diff;
     use crate::lens::BackendKind;
     use crate::lens::cli_env::fake::gone_soon;

@@ -2,7 +2,10 @@
 //! [`LensRun`] — a lens response or a failure — with the same provenance. What a lens answers
 //! is fixed by [`contract`]; [`parse`] reads a lens's raw output as that answer.
 
+pub mod agent_cli;
 pub mod anthropic;
+pub mod api;
+pub mod backend;
 pub mod builtin;
 pub mod claude;
 pub mod cli_env;
@@ -12,6 +15,7 @@ pub mod contract;
 pub mod http;
 pub mod openai;
 pub mod parse;
+pub mod preflight;
 pub mod process;
 
 use std::path::Path;
@@ -49,11 +53,7 @@ impl BackendKind {
     }
 
     pub fn auth_class(self) -> AuthClass {
-        match self {
-            BackendKind::Builtin | BackendKind::Command => AuthClass::None,
-            BackendKind::ClaudeCli | BackendKind::CodexCli => AuthClass::Subscription,
-            BackendKind::Anthropic | BackendKind::Openai => AuthClass::Api,
-        }
+        backend::backend(self).auth_class()
     }
 }
 
@@ -88,11 +88,7 @@ pub struct LensSpec {
 impl LensSpec {
     /// The API backend a subscription lens may fall back to: its own vendor's, never another.
     pub fn fallback_backend(&self) -> Option<BackendKind> {
-        match self.backend {
-            BackendKind::ClaudeCli => Some(BackendKind::Anthropic),
-            BackendKind::CodexCli => Some(BackendKind::Openai),
-            _ => None,
-        }
+        backend::backend(self.backend).fallback()
     }
 
     /// Default per-lens timeout.

@@ -15,10 +15,13 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::api::{self, ApiVendor};
+use super::backend::CallEnv;
 use super::http::{
-    self, ApiEnv, Call, CallError, DEFAULT_MAX_OUTPUT_TOKENS, OPENAI_VARS, RetryPolicy,
+    self, ApiEnv, CallError, DEFAULT_MAX_OUTPUT_TOKENS, EnvVars, OPENAI_VARS, RetryPolicy,
 };
-use super::{Answer, Failure, LensRequest, LensSpec, Usage};
+use super::preflight::PreflightEnv;
+use super::{Answer, BackendKind, Failure, LensRequest, LensSpec, Usage};
 use crate::lens::contract::{LensResponse, response_schema};
 
 /// Used when `OPENAI_BASE_URL` is unset; like the SDKs, with `/v1`.
@@ -123,51 +126,46 @@ struct ChatUsage {
     completion_tokens: Option<u64>,
 }
 
-/// Runs an `openai` lens with `model` and the default retry policy.
-pub async fn run(
-    spec: &LensSpec,
-    model: &str,
-    req: &LensRequest,
-    env: &ApiEnv,
-) -> Result<Answer, Failure> {
-    run_with_policy(spec, model, req, env, &RetryPolicy::default()).await
-}
+/// The `openai` backend's wire format.
+pub struct Openai;
 
-/// Runs an `openai` lens with `model`, retrying transient failures under `policy`.
-///
-/// `temperature` is sent only when `spec.temperature` is set: omit it in the lens's config for
-/// reasoning models, which reject any explicit value.
-pub async fn run_with_policy(
-    spec: &LensSpec,
-    model: &str,
-    req: &LensRequest,
-    env: &ApiEnv,
-    policy: &RetryPolicy,
-) -> Result<Answer, Failure> {
-    let Some(key) = env.key() else {
-        return Err(Failure::fatal(format!("{} is not set", OPENAI_VARS.key)));
-    };
-    let model = model.trim();
-    if model.is_empty() {
-        return Err(Failure::fatal("no model is configured for this lens"));
+impl ApiVendor for Openai {
+    const KIND: BackendKind = BackendKind::Openai;
+    const VARS: EnvVars = OPENAI_VARS;
+    const DEFAULT_BASE_URL: &'static str = DEFAULT_BASE_URL;
+    const PATH: &'static str = "chat/completions";
+
+    fn api_env<'a>(env: &CallEnv<'a>) -> &'a ApiEnv {
+        env.openai
     }
-    let base = env.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
-    let url = http::endpoint(base, "chat/completions", OPENAI_VARS)?;
-    let mut headers = HeaderMap::new();
-    headers.insert(
-        AUTHORIZATION,
-        http::secret_header(&format!("Bearer {key}"), OPENAI_VARS)?,
-    );
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    let client = http::client(&url, spec.timeout)?;
 
-    let mut structured = true;
-    let body = loop {
-        let request = ChatRequest {
+    fn preflight_env(env: &PreflightEnv) -> &ApiEnv {
+        &env.openai
+    }
+
+    fn headers(key: &str) -> Result<HeaderMap, Failure> {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            AUTHORIZATION,
+            http::secret_header(&format!("Bearer {key}"), OPENAI_VARS)?,
+        );
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        Ok(headers)
+    }
+
+    /// `temperature` is sent only when `spec.temperature` is set: omit it in the lens's config
+    /// for reasoning models, which reject any explicit value.
+    fn body(
+        spec: &LensSpec,
+        model: &str,
+        prompt: &str,
+        structured: bool,
+    ) -> Result<Vec<u8>, Failure> {
+        api::encode(&ChatRequest {
             model,
             messages: [ChatMessage {
                 role: "user",
-                content: &req.prompt,
+                content: prompt,
             }],
             max_completion_tokens: spec.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS),
             temperature: spec.temperature,
@@ -179,25 +177,27 @@ pub async fn run_with_policy(
                     strict: true,
                 },
             }),
-        };
-        let bytes = serde_json::to_vec(&request)
-            .map_err(|e| Failure::fatal(format!("could not encode the request: {e}")))?;
-        let call = Call {
-            client: &client,
-            url: &url,
-            headers: &headers,
-            body: &bytes,
-            vars: OPENAI_VARS,
-            model,
-            key,
-        };
-        match http::post_with_retries(&call, policy).await {
-            Ok(body) => break body,
-            Err(err) if structured && rejects_structured_output(&err) => structured = false,
-            Err(err) => return Err(err.failure),
-        }
-    };
-    answer(&body, key)
+        })
+    }
+
+    fn rejects_structured_output(err: &CallError) -> bool {
+        rejects_structured_output(err)
+    }
+
+    fn answer(body: &[u8], key: &str) -> Result<Answer, Failure> {
+        answer(body, key)
+    }
+}
+
+/// Runs an `openai` lens with `model`, retrying transient failures under `policy`.
+pub async fn run_with_policy(
+    spec: &LensSpec,
+    model: &str,
+    req: &LensRequest,
+    env: &ApiEnv,
+    policy: &RetryPolicy,
+) -> Result<Answer, Failure> {
+    api::call_with::<Openai>(spec, model, req, env, policy).await
 }
 
 /// A 400 or 422 about `response_format`: a server or model without JSON-schema output

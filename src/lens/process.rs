@@ -21,6 +21,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 use tokio::time::{Instant, sleep, sleep_until, timeout};
 
+use super::{Failure, FailureKind};
+
 /// Default cap on each of stdout and stderr.
 pub const DEFAULT_MAX_OUTPUT: usize = 8 << 20;
 
@@ -473,33 +475,41 @@ pub const STDERR_TAIL_CHARS: usize = 500;
 /// How much of an unreadable reply an error shows (after redaction).
 pub const OUTPUT_EXCERPT_CHARS: usize = 200;
 
-/// Why a lens failed: one clear line each, safe to show and to store (any child output it carries
-/// has been redacted, stripped of control characters and shortened).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LensError {
-    #[error("{0}")]
-    Misconfigured(String),
-    #[error("`{program}` was not found")]
-    NotFound { program: String },
-    #[error("`{program}` could not be started: {reason}")]
-    Spawn { program: String, reason: String },
-    #[error("timed out after {}{}", humantime::format_duration(*after), stderr_note(stderr))]
-    Timeout { after: Duration, stderr: String },
-    #[error("exited with {status}{}", stderr_note(stderr))]
-    Exit { status: String, stderr: String },
-    #[error("output exceeded {limit} bytes")]
-    OutputTooLarge { limit: usize },
-    #[error("unreadable output: {reason}{}", excerpt_note(excerpt))]
-    Unreadable { reason: String, excerpt: String },
-    #[error("backend `{}` is not available in this build yet", .0.as_str())]
-    Unavailable(crate::lens::BackendKind),
-    #[error("lens crashed")]
-    Crashed,
-    #[error("{0}")]
-    Io(String),
+/// A child that did not run to its end, as a lens failure: one clear line, safe to show and to
+/// store (any child output it carries has been redacted, stripped of control characters and
+/// shortened). A missing program may be fallen back from; a timeout is not retried.
+pub fn failure_of(e: ProcessError) -> Failure {
+    match e {
+        ProcessError::NotFound { program } => Failure::new(
+            FailureKind::Missing,
+            format!("`{}` was not found", one_line(&program, 200, Keep::Head)),
+        ),
+        ProcessError::Spawn { program, source } => Failure::fatal(format!(
+            "`{}` could not be started: {source}",
+            one_line(&program, 200, Keep::Head)
+        )),
+        ProcessError::Timeout { after, stderr, .. } => Failure::new(
+            FailureKind::Timeout,
+            format!(
+                "{}{}",
+                timed_out(after),
+                stderr_note(&child_text(&stderr, STDERR_TAIL_CHARS, Keep::Tail))
+            ),
+        ),
+        ProcessError::OutputTooLarge { limit, .. } => {
+            Failure::fatal(format!("output exceeded {limit} bytes"))
+        }
+        e @ (ProcessError::Read { .. } | ProcessError::Wait(_)) => Failure::fatal(e.to_string()),
+    }
 }
 
-fn stderr_note(stderr: &str) -> String {
+/// `timed out after 1m 30s`.
+pub fn timed_out(after: Duration) -> String {
+    format!("timed out after {}", humantime::format_duration(after))
+}
+
+/// `; stderr: <tail>`, or nothing when the child said nothing.
+pub fn stderr_note(stderr: &str) -> String {
     if stderr.is_empty() {
         String::new()
     } else {
@@ -507,31 +517,12 @@ fn stderr_note(stderr: &str) -> String {
     }
 }
 
-fn excerpt_note(excerpt: &str) -> String {
+/// `; it began: <excerpt>`, or nothing when it printed nothing.
+pub fn excerpt_note(excerpt: &str) -> String {
     if excerpt.is_empty() {
         String::new()
     } else {
         format!("; it began: {excerpt}")
-    }
-}
-
-impl From<ProcessError> for LensError {
-    fn from(e: ProcessError) -> Self {
-        match e {
-            ProcessError::NotFound { program } => LensError::NotFound {
-                program: one_line(&program, 200, Keep::Head),
-            },
-            ProcessError::Spawn { program, source } => LensError::Spawn {
-                program: one_line(&program, 200, Keep::Head),
-                reason: source.to_string(),
-            },
-            ProcessError::Timeout { after, stderr, .. } => LensError::Timeout {
-                after,
-                stderr: child_text(&stderr, STDERR_TAIL_CHARS, Keep::Tail),
-            },
-            ProcessError::OutputTooLarge { limit, .. } => LensError::OutputTooLarge { limit },
-            e @ (ProcessError::Read { .. } | ProcessError::Wait(_)) => LensError::Io(e.to_string()),
-        }
     }
 }
 
@@ -910,25 +901,24 @@ mod tests {
     }
 
     #[test]
-    fn lens_errors_read_as_one_line() {
-        let e = LensError::from(ProcessError::Timeout {
+    fn process_failures_read_as_one_line() {
+        let f = failure_of(ProcessError::Timeout {
             after: Duration::from_secs(90),
             stderr: b"still thinking\n".to_vec(),
             stdout: Vec::new(),
         });
-        assert_eq!(
-            e.to_string(),
-            "timed out after 1m 30s; stderr: still thinking"
-        );
-        let e = LensError::from(ProcessError::OutputTooLarge {
+        assert_eq!(f.kind, FailureKind::Timeout);
+        assert_eq!(f.message, "timed out after 1m 30s; stderr: still thinking");
+        let f = failure_of(ProcessError::OutputTooLarge {
             stream: Stream::Stdout,
             limit: 8 << 20,
         });
-        assert_eq!(e.to_string(), "output exceeded 8388608 bytes");
-        let e = LensError::Unavailable(crate::lens::BackendKind::ClaudeCli);
-        assert_eq!(
-            e.to_string(),
-            "backend `claude-cli` is not available in this build yet"
-        );
+        assert_eq!(f.kind, FailureKind::Fatal);
+        assert_eq!(f.message, "output exceeded 8388608 bytes");
+        let f = failure_of(ProcessError::NotFound {
+            program: "claude\nx".to_owned(),
+        });
+        assert_eq!(f.kind, FailureKind::Missing);
+        assert!(!f.message.contains('\n'), "{}", f.message);
     }
 }

@@ -18,14 +18,18 @@ use tokio::task::JoinSet;
 use crate::diff::Diff;
 use crate::evidence::{Evidence, Record};
 use crate::ids::LensName;
+use crate::lens::backend::{self, CallEnv, Runs};
 use crate::lens::cli_env::CliEnv;
 use crate::lens::contract::LensResponse;
 use crate::lens::http::{ApiEnv, RetryPolicy};
-use crate::lens::process::{KILL_GRACE, LensError};
+use crate::lens::process::timed_out;
 use crate::lens::{
-    Answer, BackendKind, Failure, FailureKind, LensRequest, LensRun, LensSpec, LensStatus,
-    Provenance, Usage, anthropic, builtin, claude, codex, command, openai,
+    Answer, AuthClass, BackendKind, Failure, FailureKind, LensRequest, LensRun, LensSpec,
+    LensStatus, Provenance, Usage, builtin,
 };
+
+/// What a lens whose task panicked reports.
+const CRASHED: &str = "lens crashed";
 use crate::plan::with_focus;
 
 /// Told when each lens starts and ends (progress display). Called from the panel's own task,
@@ -73,8 +77,8 @@ pub type NoticeSink = Arc<dyn Fn(&str) + Send + Sync>;
 /// process (the App's workers) together stay under it. Clones share the same slots.
 #[derive(Debug, Clone)]
 pub struct SubscriptionSlots {
-    claude: Arc<Semaphore>,
-    codex: Arc<Semaphore>,
+    /// One semaphore per subscription backend.
+    slots: Vec<(BackendKind, Arc<Semaphore>)>,
     per_backend: usize,
 }
 
@@ -83,8 +87,11 @@ impl SubscriptionSlots {
     pub fn new(per_backend: usize) -> Self {
         let per_backend = per_backend.max(1);
         Self {
-            claude: Arc::new(Semaphore::new(per_backend)),
-            codex: Arc::new(Semaphore::new(per_backend)),
+            slots: backend::ALL
+                .into_iter()
+                .filter(|&kind| kind.auth_class() == AuthClass::Subscription)
+                .map(|kind| (kind, Arc::new(Semaphore::new(per_backend))))
+                .collect(),
             per_backend,
         }
     }
@@ -96,11 +103,10 @@ impl SubscriptionSlots {
 
     /// The slots of `backend`, when it is a subscription CLI.
     fn of(&self, backend: BackendKind) -> Option<&Semaphore> {
-        match backend {
-            BackendKind::ClaudeCli => Some(&self.claude),
-            BackendKind::CodexCli => Some(&self.codex),
-            _ => None,
-        }
+        self.slots
+            .iter()
+            .find(|(kind, _)| *kind == backend)
+            .map(|(_, slots)| slots.as_ref())
     }
 }
 
@@ -201,7 +207,7 @@ struct Shared {
 
 impl Shared {
     async fn run_lens(&self, spec: LensSpec, input: &PanelInput) -> Outcome {
-        if spec.backend == BackendKind::Builtin {
+        if backend::backend(spec.backend).runs() == Runs::InProcess {
             return self.run_builtin(&spec, input).await;
         }
         let calls = input.calls.len();
@@ -296,7 +302,7 @@ impl Shared {
             });
             match tokio::time::timeout(spec.timeout, work).await {
                 Ok(Ok(response)) => Ok(response),
-                Ok(Err(_)) => Err(LensError::Crashed.to_string()),
+                Ok(Err(_)) => Err(CRASHED.to_owned()),
                 Err(_) => Err(timed_out(spec.timeout)),
             }
         };
@@ -376,10 +382,7 @@ impl Shared {
     }
 
     fn warn_billing(&self, spec: &LensSpec, api: BackendKind, model: &str, why: &Failure) {
-        let key = match api {
-            BackendKind::Anthropic => "ANTHROPIC_API_KEY",
-            _ => "OPENAI_API_KEY",
-        };
+        let key = backend::backend(api).billed_to().unwrap_or("an API key");
         // Once per run: the first paid dispatch is the one the user must hear about.
         let first = !self.billing_warned.swap(true, Ordering::SeqCst);
         let lead = if first { "warning: billing" } else { "warning" };
@@ -403,11 +406,7 @@ impl Shared {
         call: usize,
         calls: usize,
     ) -> Result<Answer, Failure> {
-        let cli = matches!(
-            backend,
-            BackendKind::ClaudeCli | BackendKind::CodexCli | BackendKind::Command
-        );
-        let attempts = if cli { 2 } else { 1 };
+        let attempts = backend::backend(backend).panel_attempts();
         let mut last = None;
         for attempt in 0..attempts {
             if attempt > 0 {
@@ -485,75 +484,20 @@ impl Shared {
             Some(slots) => slots.acquire().await.ok(),
             None => None,
         };
-        let work = async {
-            match backend {
-                BackendKind::Command => command::run(&spec, req).await.map_err(Failure::from),
-                BackendKind::ClaudeCli => claude::run(&spec, req, &self.panel.cli_env).await,
-                BackendKind::CodexCli => codex::run(&spec, req, &self.panel.cli_env).await,
-                BackendKind::Anthropic | BackendKind::Openai => {
-                    let Some(model) = spec.model.clone() else {
-                        return Err(Failure::fatal(format!(
-                            "lens {} has no model for the {} API",
-                            spec.name,
-                            backend.as_str()
-                        )));
-                    };
-                    if backend == BackendKind::Anthropic {
-                        anthropic::run_with_policy(
-                            &spec,
-                            &model,
-                            req,
-                            &self.panel.anthropic,
-                            &self.panel.retry,
-                        )
-                        .await
-                    } else {
-                        openai::run_with_policy(
-                            &spec,
-                            &model,
-                            req,
-                            &self.panel.openai,
-                            &self.panel.retry,
-                        )
-                        .await
-                    }
-                }
-                BackendKind::Builtin => Err(Failure::fatal("the builtin lens takes no calls")),
-            }
+        let b = backend::backend(backend);
+        let env = CallEnv {
+            cli: &self.panel.cli_env,
+            anthropic: &self.panel.anthropic,
+            openai: &self.panel.openai,
+            retry: &self.panel.retry,
         };
-        let bound = match backend {
-            // An API call may retry inside (waits included), so it gets room for its attempts.
-            BackendKind::Anthropic | BackendKind::Openai => {
-                spec.timeout * self.panel.retry.attempts.max(1) + self.panel.retry.max_retry_after
-            }
-            // The CLIs and the command lens end their own process group at `spec.timeout`; this
-            // bound is a backstop that leaves room for that cleanup.
-            _ => spec.timeout + KILL_GRACE + Duration::from_secs(1),
-        };
+        let work = b.call(&spec, req, env);
+        let bound = b.call_bound(spec.timeout, &self.panel.retry);
         match tokio::time::timeout(bound, work).await {
             Ok(result) => result,
             Err(_) => Err(Failure::new(FailureKind::Timeout, timed_out(spec.timeout))),
         }
     }
-}
-
-impl From<LensError> for Failure {
-    fn from(e: LensError) -> Self {
-        let kind = match &e {
-            LensError::Timeout { .. } => FailureKind::Timeout,
-            LensError::NotFound { .. } => FailureKind::Missing,
-            _ => FailureKind::Fatal,
-        };
-        Failure::new(kind, e.to_string())
-    }
-}
-
-fn timed_out(after: Duration) -> String {
-    LensError::Timeout {
-        after,
-        stderr: String::new(),
-    }
-    .to_string()
 }
 
 fn millis(d: Duration) -> u64 {
@@ -591,8 +535,7 @@ where
             continue;
         };
         let spec = &lenses[i];
-        let outcome =
-            outcome.unwrap_or_else(|| Outcome::failed(spec, LensError::Crashed.to_string()));
+        let outcome = outcome.unwrap_or_else(|| Outcome::failed(spec, CRASHED.to_owned()));
         let run = lens_run(spec, outcome, elapsed);
         observer.finished(&spec.name, run.provenance.status, elapsed);
         runs[i] = Some(run);
@@ -604,7 +547,7 @@ where
             run.unwrap_or_else(|| {
                 lens_run(
                     spec,
-                    Outcome::failed(spec, LensError::Crashed.to_string()),
+                    Outcome::failed(spec, CRASHED.to_owned()),
                     panel_started.elapsed(),
                 )
             })

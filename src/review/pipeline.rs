@@ -7,6 +7,7 @@ use crate::config::ReviewConfig;
 use crate::diff::Diff;
 use crate::evidence::{MergeMember, Record};
 use crate::ids::LensName;
+use crate::lens::backend::{Runs, backend};
 use crate::lens::{LensRequest, LensSpec, PrInfo, Provenance};
 use crate::plan::{self, PlanOptions};
 use crate::review::finding::Finding;
@@ -89,7 +90,7 @@ pub async fn review_with(
     // Only lenses that take prompts need a plan; the builtin lens reads the diff itself.
     let needs_plan = lenses
         .iter()
-        .any(|l| l.backend != crate::lens::BackendKind::Builtin);
+        .any(|l| backend(l.backend).runs() != Runs::InProcess);
     let calls = if needs_plan {
         let opts = PlanOptions {
             token_budget: config.token_budget,

@@ -1,0 +1,170 @@
+//! One trait every backend implements, and the registry that names them.
+//!
+//! A backend says what it is (its kind, who pays for it, which API it may fall back to, how it
+//! runs), makes one call, and checks its own setup for `doctor`. The panel, the config and
+//! `doctor` ask the registry and never match on the kind themselves, so a new backend is one
+//! file, one [`BackendKind`] variant and one line in [`backend`].
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use super::agent_cli::CliBackend;
+use super::api::ApiBackend;
+use super::cli_env::CliEnv;
+use super::http::{ApiEnv, RetryPolicy};
+use super::preflight::{Check, PreflightEnv};
+use super::process::KILL_GRACE;
+use super::{
+    Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec, anthropic, builtin, claude,
+    codex, command, openai,
+};
+
+/// A boxed future borrowing its arguments: what a trait object can return.
+pub type Pending<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a call needs besides its lens and request: the credentials captured once, and the
+/// retry policy of the API backends.
+#[derive(Debug, Clone, Copy)]
+pub struct CallEnv<'a> {
+    pub cli: &'a CliEnv,
+    pub anthropic: &'a ApiEnv,
+    pub openai: &'a ApiEnv,
+    pub retry: &'a RetryPolicy,
+}
+
+/// How a backend runs, which decides how the panel waits for it and retries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runs {
+    /// In reviewbot's own process, on the diff alone (no prompt, no call).
+    InProcess,
+    /// A child process that ends its own group at the lens's timeout; a transient failure is
+    /// tried once more by the panel.
+    Process,
+    /// HTTPS calls that retry inside, honouring the server's `retry-after`.
+    Http,
+}
+
+/// One kind of backend.
+pub trait Backend: Sync {
+    fn kind(&self) -> BackendKind;
+
+    /// Who pays for a call.
+    fn auth_class(&self) -> AuthClass;
+
+    fn runs(&self) -> Runs;
+
+    /// The API a subscription lens may fall back to: its own vendor's, never another.
+    fn fallback(&self) -> Option<BackendKind> {
+        None
+    }
+
+    /// The variable holding the key its calls are billed to (API backends), for the billing
+    /// warning of a fallback.
+    fn billed_to(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Whether the lens names a program of its own to run, with `args` and `env` (`command`).
+    fn runs_named_program(&self) -> bool {
+        false
+    }
+
+    /// One call of `spec` on `req`. Every failure is a [`Failure`] with one clear line.
+    fn call<'a>(
+        &'a self,
+        spec: &'a LensSpec,
+        req: &'a LensRequest,
+        env: CallEnv<'a>,
+    ) -> Pending<'a, Result<Answer, Failure>>;
+
+    /// `doctor`'s checks of this backend's setup for `spec`, without a billed call. `subject`
+    /// names the lens in each line.
+    fn preflight<'a>(
+        &'a self,
+        subject: &'a str,
+        spec: &'a LensSpec,
+        env: &'a PreflightEnv,
+    ) -> Pending<'a, Vec<Check>>;
+
+    /// For a subscription lens falling back to this backend with `model`: `doctor`'s line on
+    /// whether the fallback could run (API backends only).
+    fn fallback_check(&self, _subject: &str, _model: &str, _env: &PreflightEnv) -> Option<Check> {
+        None
+    }
+
+    /// How long the panel waits for one call before calling it timed out.
+    fn call_bound(&self, timeout: Duration, retry: &RetryPolicy) -> Duration {
+        match self.runs() {
+            // An API call may retry inside (waits included), so it gets room for its attempts.
+            Runs::Http => timeout * retry.attempts.max(1) + retry.max_retry_after,
+            // A child ends its own process group at `timeout`; this bound is a backstop that
+            // leaves room for that cleanup.
+            Runs::Process | Runs::InProcess => timeout + KILL_GRACE + Duration::from_secs(1),
+        }
+    }
+
+    /// How many times the panel tries a call that failed transiently.
+    fn panel_attempts(&self) -> u32 {
+        match self.runs() {
+            Runs::Process => 2,
+            Runs::Http | Runs::InProcess => 1,
+        }
+    }
+}
+
+/// The registry: the backend of each kind.
+pub fn backend(kind: BackendKind) -> &'static dyn Backend {
+    match kind {
+        BackendKind::Builtin => &builtin::Builtin,
+        BackendKind::Command => &command::Command,
+        BackendKind::ClaudeCli => &CliBackend::<claude::ClaudeCli>::NEW,
+        BackendKind::CodexCli => &CliBackend::<codex::CodexCli>::NEW,
+        BackendKind::Anthropic => &ApiBackend::<anthropic::Anthropic>::NEW,
+        BackendKind::Openai => &ApiBackend::<openai::Openai>::NEW,
+    }
+}
+
+/// Every kind, in the order `doctor` and the docs list them.
+pub const ALL: [BackendKind; 6] = [
+    BackendKind::Builtin,
+    BackendKind::Command,
+    BackendKind::ClaudeCli,
+    BackendKind::CodexCli,
+    BackendKind::Anthropic,
+    BackendKind::Openai,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_is_registered_under_its_own_kind() {
+        for kind in ALL {
+            assert_eq!(backend(kind).kind(), kind, "{}", kind.as_str());
+        }
+    }
+
+    #[test]
+    fn only_subscription_backends_fall_back_and_only_to_their_vendors_api() {
+        for kind in ALL {
+            let b = backend(kind);
+            match b.fallback() {
+                Some(api) => {
+                    assert_eq!(b.auth_class(), AuthClass::Subscription);
+                    assert_eq!(backend(api).auth_class(), AuthClass::Api);
+                }
+                None => assert_ne!(b.auth_class(), AuthClass::Subscription, "{}", kind.as_str()),
+            }
+        }
+        assert_eq!(
+            backend(BackendKind::ClaudeCli).fallback(),
+            Some(BackendKind::Anthropic)
+        );
+        assert_eq!(
+            backend(BackendKind::CodexCli).fallback(),
+            Some(BackendKind::Openai)
+        );
+    }
+}
