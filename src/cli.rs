@@ -164,6 +164,8 @@ pub fn main() -> ExitCode {
         Command::Serve(_) => init_service_logging(),
         _ => init_logging(),
     }
+    // Before anything can print, log or post: every credential is masked by value.
+    crate::credentials::remember_from_env();
     match run(cli) {
         Ok(code) => code,
         Err(e) => {

@@ -15,6 +15,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod credentials;
 pub mod diff;
 pub mod doctor;
 pub mod evidence;

@@ -281,3 +281,71 @@ fn a_lens_sees_no_agent_config_from_the_cwd_and_no_file_name_as_an_argument() {
     assert!(!Path::new(cwd).starts_with(&here), "{cwd}");
     assert!(!dir.path().join("pwned").exists());
 }
+
+#[test]
+fn a_lens_echoing_the_credentials_reviewbot_holds_prints_none_of_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join(".codex")).unwrap();
+    // Shapes no rule knows: only masking by value can catch them.
+    let codex_login = format!("codexlogin-{}", rand(ALNUM, 24, 31));
+    std::fs::write(
+        home.join(".codex/auth.json"),
+        json!({"tokens": {"access_token": codex_login}}).to_string(),
+    )
+    .unwrap();
+    let vars: Vec<(&str, String)> = vec![
+        ("GITHUB_TOKEN", format!("ghtok-{}", rand(ALNUM, 20, 32))),
+        ("ANTHROPIC_API_KEY", format!("gw-{}", rand(ALNUM, 20, 33))),
+        ("OPENAI_API_KEY", format!("proxy-{}", rand(ALNUM, 20, 34))),
+        (
+            "CLAUDE_CODE_OAUTH_TOKEN",
+            format!("oat-{}", rand(ALNUM, 20, 35)),
+        ),
+        (
+            "REVIEWBOT_WEBHOOK_SECRET",
+            format!("hook-{}", rand(ALNUM, 16, 36)),
+        ),
+    ];
+    let mut secrets: Vec<String> = vars.iter().map(|(_, v)| v.clone()).collect();
+    secrets.push(codex_login);
+    let all = secrets.join(" and ");
+    let cfg = echo_lens(
+        dir.path(),
+        &json!({"findings": [finding(1, &format!("Token {}", secrets[0]), &all)],
+                "summary": format!("I read {all}")}),
+    );
+    let patch = "diff --git a/deploy.env b/deploy.env\nnew file mode 100644\n--- /dev/null\n+++ b/deploy.env\n@@ -0,0 +1 @@\n+x = 1\n";
+    let diff = dir.path().join("x.diff");
+    std::fs::write(&diff, patch).unwrap();
+    let evidence = dir.path().join("evidence");
+    for format in ["text", "json", "markdown", "sarif"] {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_reviewbot"));
+        cmd.args(["review", "--diff"])
+            .arg(&diff)
+            .args(["--config", &cfg, "--format", format, "--evidence"])
+            .arg(&evidence)
+            .current_dir(dir.path())
+            .env_remove("REVIEWBOT_CONFIG")
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("CODEX_HOME")
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env("HOME", &home)
+            .env("RUST_LOG", "debug");
+        for (k, v) in &vars {
+            cmd.env(k, v);
+        }
+        let o = cmd.output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let printed = format!("{}{}", stdout(&o), stderr(&o));
+        assert_no_secret(format, &printed, &secrets);
+        assert!(printed.contains("[REDACTED credential]"), "{printed}");
+    }
+    for entry in std::fs::read_dir(&evidence).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            assert_no_secret(&path.display().to_string(), &text, &secrets);
+        }
+    }
+}
