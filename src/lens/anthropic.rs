@@ -244,6 +244,7 @@ fn answer(body: &[u8], key: &str) -> Result<Answer, Failure> {
         cost_usd: None,
         model: resp.model.filter(|m| !m.is_empty()),
         raw: text,
+        tool_calls: None,
     })
 }
 

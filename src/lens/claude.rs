@@ -162,6 +162,7 @@ fn read_result(result: &Value) -> Result<Answer, Failure> {
         cost_usd: result.get("total_cost_usd").and_then(Value::as_f64),
         model: answering_model(result),
         raw: text.to_owned(),
+        tool_calls: None,
     })
 }
 

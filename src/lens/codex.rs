@@ -113,6 +113,11 @@ struct Events {
     parsed: usize,
     /// The text of the last completed `agent_message`: the answer.
     answer: Option<String>,
+    /// Commands the agent ran (its tool calls: reading the snapshot).
+    commands: u32,
+    /// A command's output came from the sandbox failing to start (`bwrap: …`): the commands
+    /// ran nowhere, though the turn may still "succeed".
+    sandbox_failed: bool,
     /// Summed over `turn.completed` events.
     usage: Option<Usage>,
     turn_completed: bool,
@@ -135,9 +140,22 @@ fn events(stdout: &[u8]) -> Events {
         match event.get("type").and_then(Value::as_str) {
             Some("item.completed") => {
                 let item = event.get("item");
-                if item.and_then(|i| i.get("type")).and_then(Value::as_str) == Some("agent_message")
-                {
-                    ev.answer = Some(text(item.and_then(|i| i.get("text"))).unwrap_or_default());
+                match item.and_then(|i| i.get("type")).and_then(Value::as_str) {
+                    Some("agent_message") => {
+                        ev.answer =
+                            Some(text(item.and_then(|i| i.get("text"))).unwrap_or_default());
+                    }
+                    Some("command_execution") => {
+                        ev.commands += 1;
+                        let output = item.and_then(|i| i.get("aggregated_output"));
+                        if output
+                            .and_then(Value::as_str)
+                            .is_some_and(|o| o.contains("bwrap:"))
+                        {
+                            ev.sandbox_failed = true;
+                        }
+                    }
+                    _ => {}
                 }
             }
             Some("turn.completed") => {
@@ -177,6 +195,13 @@ fn read_output(out: &ProcessOutput) -> Result<Answer, Failure> {
 
     if let Some(message) = &ev.turn_failed {
         return Err(classify_turn_failed(message));
+    }
+    if ev.sandbox_failed {
+        // Its commands ran nowhere, so whatever it answered was not checked against the code.
+        return Err(Failure::fatal(
+            "codex's sandbox could not start on this host (bwrap failed), so it read nothing; \
+             its answer is not used",
+        ));
     }
     if ev.parsed == 0 {
         let excerpt = child_text(&out.stdout, OUTPUT_EXCERPT_CHARS, Keep::Head);
@@ -238,6 +263,7 @@ fn read_output(out: &ProcessOutput) -> Result<Answer, Failure> {
         // The events do not name the model; the lens's own is the best there is.
         model: None,
         raw: answer.to_owned(),
+        tool_calls: Some(ev.commands),
     })
 }
 
@@ -490,6 +516,17 @@ mod tests {
     async fn reconnect_errors_then_an_answer_is_a_success() {
         let (_fake, answer) = run_mode("reconnect").await;
         assert_eq!(answer.expect("ok").response.findings.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_sandbox_that_could_not_start_fails_the_lens_even_when_the_turn_succeeds() {
+        let f = failure("sandbox-failed").await;
+        assert_eq!(f.kind, FailureKind::Fatal);
+        assert!(
+            f.message.contains("sandbox could not start"),
+            "{}",
+            f.message
+        );
     }
 
     #[tokio::test]

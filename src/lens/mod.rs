@@ -166,6 +166,13 @@ pub struct Provenance {
     /// Findings over the per-lens cap, dropped from the round (counted, never silent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub findings_dropped: Option<usize>,
+    /// Tool calls the lens made reading the repository, summed over its calls; `None` where
+    /// the backend does not report them.
+    pub tool_calls: Option<u32>,
+    /// What the lens says it checked and could not check (its response's `summary`), as the
+    /// lens wrote it: rendered only after cleaning.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
 }
 
 /// The outcome of one lens: its provenance and, when it answered, its response.
@@ -185,6 +192,8 @@ pub struct Answer {
     pub model: Option<String>,
     /// The raw reply text (redacted before it is stored anywhere), for evidence.
     pub raw: String,
+    /// Tool calls made reading the repository, when the backend reports them.
+    pub tool_calls: Option<u32>,
 }
 
 /// How a failure is handled: retried, fallen back from, or reported at once.

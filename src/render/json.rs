@@ -69,6 +69,7 @@ pub fn render(report: &Report) -> String {
             .iter()
             .map(|p| Provenance {
                 error: p.error.as_deref().map(clean),
+                summary: p.summary.as_deref().map(clean),
                 ..p.clone()
             })
             .collect(),

@@ -15,6 +15,8 @@ pub const MAX_BODY_CHARS: usize = 65_536;
 
 /// The most characters of a lens's finding body a line comment carries.
 pub const MAX_COMMENT_BODY_CHARS: usize = 4_000;
+/// The most characters of a lens's summary in the body.
+pub const MAX_SUMMARY_CHARS: usize = 1_500;
 /// The most characters of a finding's title.
 pub const MAX_TITLE_CHARS: usize = 200;
 
@@ -128,8 +130,10 @@ pub fn body(report: &Report, opts: &BodyOptions<'_>) -> String {
         + tail.chars().count()
         + marker.as_ref().map_or(0, |m| m.chars().count())
         + 200;
-    let mut room = MAX_BODY_CHARS.saturating_sub(reserve);
+    let summaries = fit(summaries(report), MAX_BODY_CHARS / 4);
+    let mut room = MAX_BODY_CHARS.saturating_sub(reserve + summaries.chars().count());
     list(&mut out, "Not on a changed line:", &off_diff, &mut room);
+    out.push_str(&summaries);
     list(
         &mut out,
         "More findings than line comments allow:",
@@ -176,6 +180,31 @@ fn marker(report: &Report, opts: &BodyOptions<'_>) -> Option<String> {
         }
         .render(),
     )
+}
+
+/// Each answering lens's summary — what it checked and what it could not — as
+/// `**<lens>:** <summary>`, cleaned like every lens text and capped.
+fn summaries(report: &Report) -> String {
+    let mut out = String::new();
+    for p in &report.lenses {
+        let Some(summary) = p
+            .summary
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        else {
+            continue;
+        };
+        let text = clean(summary);
+        let text = match text.char_indices().nth(MAX_SUMMARY_CHARS) {
+            Some((cut, _)) => format!("{}… (truncated)", &text[..cut]),
+            None => text,
+        };
+        // One paragraph per lens: its own blank lines would split it from its name.
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let _ = writeln!(out, "**{}:** {text}\n", p.lens);
+    }
+    out
 }
 
 /// `text` cut to at most `max` characters at a line boundary.

@@ -175,6 +175,7 @@ struct Outcome {
     fallback_source: Option<BackendKind>,
     usage: Option<Usage>,
     cost_usd: Option<f64>,
+    tool_calls: Option<u32>,
     calls: usize,
 }
 
@@ -188,6 +189,7 @@ impl Outcome {
             fallback_source: None,
             usage: None,
             cost_usd: None,
+            tool_calls: None,
             calls: 1,
         }
     }
@@ -219,6 +221,7 @@ impl Shared {
             fallback_source: None,
             usage: None,
             cost_usd: None,
+            tool_calls: None,
             calls,
         };
         let mut findings = Vec::new();
@@ -247,6 +250,9 @@ impl Shared {
                     }
                     if let Some(c) = answer.cost_usd {
                         *outcome.cost_usd.get_or_insert(0.0) += c;
+                    }
+                    if let Some(n) = answer.tool_calls {
+                        *outcome.tool_calls.get_or_insert(0) += n;
                     }
                     if let Some(m) = answer.model {
                         outcome.model = Some(m);
@@ -581,6 +587,8 @@ fn lens_run(spec: &LensSpec, outcome: Outcome, elapsed: Duration) -> LensRun {
         cost_usd: outcome.cost_usd,
         calls: (outcome.calls > 1).then_some(outcome.calls),
         findings_dropped: (dropped > 0).then_some(dropped),
+        tool_calls: outcome.tool_calls,
+        summary: response.as_ref().and_then(|r| r.summary.clone()),
     };
     tracing::info!(
         lens = %provenance.lens,

@@ -274,6 +274,8 @@ mod tests {
             cost_usd: Some(0.5),
             calls: None,
             findings_dropped: None,
+            tool_calls: None,
+            summary: None,
         };
         let record = LensRunRecord::new(JobId(3), Some(2), &run);
         assert_eq!(
