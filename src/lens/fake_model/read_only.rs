@@ -1,0 +1,185 @@
+//! The argv that runs Claude Code and Codex over a repository snapshot with read-only tools, as
+//! validated against the real CLIs (`real_claude`, `real_codex`), and how to tell that Codex's
+//! sandbox cannot start. Kept here until the `claude-cli` and `codex-cli` backends take them.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::lens::process::{self, Keep, ProcessSpec, STDERR_TAIL_CHARS, child_text};
+
+/// Claude Code's tools for a snapshot. Not `Glob`: an absolute `pattern` lists file names
+/// anywhere on the machine whatever the cwd (`glob_with_an_absolute_pattern_lists_names_outside`);
+/// `Grep` with `output_mode: files_with_matches` lists the snapshot's files instead.
+pub(crate) const CLAUDE_TOOLS: &str = "Read,Grep";
+
+/// `claude` reading the snapshot that is its cwd, with only [`CLAUDE_TOOLS`]; the prompt goes
+/// on stdin. `max_turns` counts model requests: tool rounds plus one at least.
+///
+/// - `--permission-mode dontAsk`: a read outside the cwd is refused, not left pending.
+/// - `--setting-sources ""`: no settings from the snapshot or `$HOME`, so no hooks, no
+///   `CLAUDE.md`, no `permissions.allow`, no `verbose` turning the result into an array.
+/// - `--strict-mcp-config` and an empty config: no `.mcp.json` server is spawned.
+/// - `--tools` takes several values: an option must follow it, never the prompt.
+pub(crate) fn claude_read_only_args(model: &str, max_turns: u32) -> Vec<OsString> {
+    let max_turns = max_turns.to_string();
+    [
+        "-p",
+        "--output-format",
+        "json",
+        "--max-turns",
+        &max_turns,
+        "--tools",
+        CLAUDE_TOOLS,
+        "--permission-mode",
+        "dontAsk",
+        "--setting-sources",
+        "",
+        "--strict-mcp-config",
+        "--mcp-config",
+        r#"{"mcpServers":{}}"#,
+        "--disable-slash-commands",
+        "--model",
+        model,
+    ]
+    .map(OsString::from)
+    .into()
+}
+
+/// The variables Claude Code needs beside `PATH` and a bot-owned `HOME`: no phone-home lookups
+/// (`api.anthropic.com` is resolved otherwise, even with a base URL on loopback) and no
+/// auto-memory section in the system prompt.
+pub(crate) const CLAUDE_QUIET_ENV: [(&str, &str); 2] = [
+    ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+    ("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1"),
+];
+
+/// A string as a TOML basic string (quotes and escapes included), for `-c key=value`.
+fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_owned()).to_string()
+}
+
+/// `codex exec` reading `snapshot` under a permission profile that mounts only the snapshot,
+/// the system's minimal directories and the Codex package (the sandbox re-executes the codex
+/// binary from there), read-only; the prompt goes on stdin (`-`). `None` when `codex_pkg` is not
+/// UTF-8 (it goes inside a TOML value).
+///
+/// - No `--sandbox`: it selects the legacy policy and `default_permissions` is then ignored;
+///   `--sandbox read-only` lets commands read the whole machine and follow symlinks out.
+/// - `inherit="core"`: the provider's key variable never reaches a command.
+/// - `project_doc_max_bytes=0`, `skills.include_instructions=false`: no `AGENTS.md`, no skill
+///   list from the snapshot in the prompt.
+/// - `--disable multi_agent --disable goals`, `web_search="disabled"`: tools shrink to
+///   `exec_command`, `write_stdin`, `request_user_input`, `view_image`.
+/// - `check_for_update_on_startup`, `analytics.enabled`, `--disable plugins`: no phone-home
+///   lookups (each costs seconds offline).
+pub(crate) fn codex_read_only_args(
+    snapshot: &Path,
+    model: &str,
+    codex_pkg: &Path,
+    schema: &Path,
+) -> Option<Vec<OsString>> {
+    let pkg = toml_string(codex_pkg.to_str()?);
+    let filesystem = format!(
+        r#"permissions.review.filesystem={{":minimal"="read", ":workspace_roots"={{"."="read"}}, {pkg}="read"}}"#
+    );
+    let mut args: Vec<OsString> = [
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        "--ephemeral",
+        "--ignore-user-config",
+        "--ignore-rules",
+        "-C",
+    ]
+    .map(OsString::from)
+    .into();
+    args.push(snapshot.into());
+    args.extend(["-m", model, "--output-schema"].map(OsString::from));
+    args.push(schema.into());
+    args.extend(
+        [
+            "-c",
+            r#"default_permissions="review""#,
+            "-c",
+            &filesystem,
+            "-c",
+            r#"shell_environment_policy.inherit="core""#,
+            "-c",
+            "project_doc_max_bytes=0",
+            "-c",
+            "skills.include_instructions=false",
+            "-c",
+            r#"web_search="disabled""#,
+            "--disable",
+            "multi_agent",
+            "--disable",
+            "goals",
+            "--disable",
+            "plugins",
+            "-c",
+            "check_for_update_on_startup=false",
+            "-c",
+            "analytics.enabled=false",
+            "-",
+        ]
+        .map(OsString::from),
+    );
+    Some(args)
+}
+
+/// The npm package directory `@openai` that holds the platform package with the real codex
+/// binary, found from the `codex` launcher (usually `node_modules/.bin/codex`, a symlink to
+/// `@openai/codex/bin/codex.js`) by resolving its links and walking up.
+pub(crate) fn codex_package_dir(bin: &Path) -> Option<PathBuf> {
+    let real = std::fs::canonicalize(bin).ok()?;
+    real.ancestors()
+        .find(|dir| dir.file_name() == Some(OsStr::new("@openai")))
+        .map(Path::to_path_buf)
+}
+
+/// Whether Codex's sandbox can start here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Sandbox {
+    Works,
+    /// `codex sandbox -- true` failed: every command a lens ran would fail with `bwrap: …` while
+    /// the turn still "succeeds". `detail` is the redacted tail of its stderr.
+    Broken {
+        detail: String,
+    },
+}
+
+/// Runs `codex sandbox -- true` with the lens's environment (the same `HOME` and `CODEX_HOME`)
+/// and says whether Codex's sandbox can start.
+pub(crate) async fn codex_sandbox(bin: &Path, env: &[(OsString, OsString)]) -> Sandbox {
+    probe(bin.as_os_str(), &[], env).await
+}
+
+/// [`codex_sandbox`] as `program pre_args… sandbox -- true`: `program` is codex, or a wrapper
+/// that runs it (`pre_args` then name codex), for a test that takes namespaces away.
+pub(super) async fn probe(
+    program: &OsStr,
+    pre_args: &[OsString],
+    env: &[(OsString, OsString)],
+) -> Sandbox {
+    let mut spec = ProcessSpec::new(program, ".", Duration::from_secs(30));
+    spec.args = pre_args.to_vec();
+    spec.args
+        .extend(["sandbox", "--", "true"].map(OsString::from));
+    spec.env = env.to_vec();
+    match process::run(spec).await {
+        Ok(out) if out.status.success() => Sandbox::Works,
+        Ok(out) => Sandbox::Broken {
+            detail: child_text(&out.stderr, STDERR_TAIL_CHARS, Keep::Tail),
+        },
+        Err(e) => Sandbox::Broken {
+            detail: e.to_string(),
+        },
+    }
+}
+
+/// Whether a command's output says the sandbox could not start (a `command_execution` item's
+/// `aggregated_output`): Codex then fails closed, every command fails, and the turn completes.
+pub(crate) fn says_sandbox_failed(aggregated_output: &str) -> bool {
+    aggregated_output.contains("bwrap:")
+}
