@@ -183,3 +183,81 @@ pub(super) async fn probe(
 pub(crate) fn says_sandbox_failed(aggregated_output: &str) -> bool {
     aggregated_output.contains("bwrap:")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claude_argv_is_the_validated_one() {
+        let args = claude_read_only_args("claude-x", 4);
+        let args: Vec<&str> = args.iter().map(|a| a.to_str().expect("utf-8")).collect();
+        // One argument a line, so that the empty `--setting-sources` value shows.
+        assert_eq!(
+            args.join("\n"),
+            "-p\n--output-format\njson\n--max-turns\n4\n--tools\nRead,Grep\n\
+             --permission-mode\ndontAsk\n--setting-sources\n\n--strict-mcp-config\n\
+             --mcp-config\n{\"mcpServers\":{}}\n--disable-slash-commands\n--model\nclaude-x"
+        );
+        // `--tools` takes every value up to the next option.
+        let after = args.iter().position(|a| *a == "--tools").expect("--tools") + 2;
+        assert!(args[after].starts_with("--"));
+    }
+
+    #[test]
+    fn codex_argv_quotes_the_package_path_as_toml() {
+        let pkg = Path::new(r#"/opt/odd "dir"\x/@openai"#);
+        let args = codex_read_only_args(Path::new("/s"), "m", pkg, Path::new("/schema.json"))
+            .expect("utf-8");
+        let filesystem = args
+            .iter()
+            .filter_map(|a| a.to_str())
+            .find(|a| a.starts_with("permissions.review.filesystem="))
+            .expect("the profile");
+        let (_, value) = filesystem.split_once('=').expect("key=value");
+        let parsed: toml::Table =
+            toml::from_str(&format!("v = {value}")).expect("the value is TOML");
+        let fs = parsed["v"].as_table().expect("a table");
+        assert_eq!(fs[r#"/opt/odd "dir"\x/@openai"#].as_str(), Some("read"));
+        assert_eq!(fs[":minimal"].as_str(), Some("read"));
+        assert_eq!(fs[":workspace_roots"]["."].as_str(), Some("read"));
+        assert_eq!(args.last().map(OsString::as_os_str), Some(OsStr::new("-")));
+        assert!(!args.iter().any(|a| a == "--sandbox"), "{args:?}");
+        let c = args.iter().position(|a| a == "-C").expect("-C");
+        assert_eq!(args[c + 1], "/s");
+    }
+
+    #[test]
+    fn the_package_dir_is_found_through_the_launcher_symlink() {
+        let dir = tempfile::TempDir::new().expect("temp");
+        let launcher = dir.path().join("node_modules/@openai/codex/bin/codex.js");
+        std::fs::create_dir_all(launcher.parent().expect("parent")).expect("dirs");
+        std::fs::write(&launcher, "").expect("launcher");
+        let bin_dir = dir.path().join("node_modules/.bin");
+        std::fs::create_dir_all(&bin_dir).expect(".bin");
+        std::os::unix::fs::symlink("../@openai/codex/bin/codex.js", bin_dir.join("codex"))
+            .expect("symlink");
+        let real = std::fs::canonicalize(dir.path().join("node_modules/@openai")).expect("real");
+        assert_eq!(codex_package_dir(&bin_dir.join("codex")), Some(real));
+        // A codex outside any npm package has none.
+        std::fs::write(dir.path().join("codex"), "").expect("bare");
+        assert_eq!(codex_package_dir(&dir.path().join("codex")), None);
+        assert_eq!(codex_package_dir(&dir.path().join("missing")), None);
+    }
+
+    #[test]
+    fn a_bwrap_error_is_a_sandbox_failure() {
+        assert!(says_sandbox_failed(
+            "bwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)\n"
+        ));
+        assert!(!says_sandbox_failed(
+            "touch: cannot touch 'x': Read-only file system\n"
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_probe_that_cannot_start_is_broken() {
+        let probe = codex_sandbox(Path::new("/nonexistent/codex"), &[]).await;
+        assert!(matches!(probe, Sandbox::Broken { .. }), "{probe:?}");
+    }
+}

@@ -171,3 +171,53 @@ async fn real_claude_reads_the_snapshot_and_nothing_outside() {
     // The snapshot's configuration did nothing: no hook, no MCP server, no CLAUDE.md text.
     hostile.assert_inert(&before, &fake, &["FAKE_KEY_MARKER"]);
 }
+
+/// Why [`CLAUDE_TOOLS`] leaves `Glob` out: with an absolute `pattern` it lists names anywhere
+/// (contents stay refused), which no permission rule on the command line stops.
+#[tokio::test]
+async fn glob_with_an_absolute_pattern_lists_names_outside() {
+    let Some(bin) = real_cli(
+        "claude",
+        "glob_with_an_absolute_pattern_lists_names_outside",
+    ) else {
+        return;
+    };
+    let hostile = Hostile::new();
+    let outside = hostile.outside();
+    let fake = FakeModel::start(vec![
+        Turn::calls([
+            ToolCall::new(
+                "outside_names",
+                "Glob",
+                json!({"pattern": format!("{}/*", outside.display())}),
+            ),
+            ToolCall::new("inside_names", "Glob", json!({"pattern": "**/*"})),
+        ]),
+        Turn::text(LENS_JSON),
+    ]);
+    let mut args = claude_read_only_args("claude-fake-1", 3);
+    let tools = args
+        .iter_mut()
+        .find(|a| *a == CLAUDE_TOOLS)
+        .expect("the tools value");
+    *tools = "Read,Grep,Glob".into();
+    let out = run_claude(&bin, args, &hostile, &fake).await;
+    show(&fake, &out);
+    assert!(out.status.success(), "exit {:?}", out.status.code());
+    let mut tools = fake.model_requests()[0].tools.clone();
+    tools.sort();
+    assert_eq!(tools, ["Glob", "Grep", "Read"]);
+    let names = fake.tool_result("outside_names").expect("a result");
+    assert!(
+        !names.is_error
+            && names
+                .text
+                .contains(&outside.join("secret.txt").display().to_string()),
+        "{names:?}"
+    );
+    // Inside, Glob lists real files, dotfiles included, and no symlink.
+    let inside = fake.tool_result("inside_names").expect("a result");
+    assert!(inside.text.contains("src/util/helpers.rs"), "{inside:?}");
+    assert!(inside.text.contains(".mcp.json"), "{inside:?}");
+    assert!(!inside.text.contains("link_secret"), "{inside:?}");
+}

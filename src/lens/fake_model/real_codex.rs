@@ -187,6 +187,12 @@ async fn real_codex_reads_the_snapshot_and_nothing_outside() {
     // The model saw exactly these tools.
     let requests = fake.model_requests();
     assert_eq!(requests.len(), 2, "one tool round, then the answer");
+    // `--output-schema` reaches the model as a strict `text.format`.
+    let first: Value = serde_json::from_str(&requests[0].body).expect("json");
+    let format = &first["text"]["format"];
+    assert_eq!(format["type"], "json_schema");
+    assert_eq!(format["strict"], true);
+    assert_eq!(format["schema"], response_schema());
     for r in &requests {
         assert_eq!(r.path, "/v1/responses");
         let mut tools = r.tools.clone();
