@@ -15,6 +15,8 @@ use crate::lens::contract::LensResponse;
 use crate::lens::process::{self, ProcessOutput, ProcessSpec};
 
 /// The fake API key: it must reach no request body (only the `x-api-key` header).
+const MODEL: &str = "claude-fake-1";
+
 const API_KEY: &str = "sk-ant-api03-FAKE_KEY_MARKER_3e7d";
 
 pub(super) const LENS_JSON: &str = r#"{"findings":[{"path":"src/lib.rs","line":2,"start_line":null,"side":"RIGHT","severity":"advisory","confidence":"low","title":"b is unused","body":"Nothing calls b."}],"summary":"One note."}"#;
@@ -22,6 +24,23 @@ pub(super) const LENS_JSON: &str = r#"{"findings":[{"path":"src/lib.rs","line":2
 /// What Claude Code 2.1.197 answers a `Read` outside its cwd under `dontAsk`.
 const DONT_ASK: &str =
     "Permission to use Read has been denied because Claude Code is running in don't ask mode";
+
+/// Runs `claude` with the read-only argv in the snapshot, against `fake`, and shows the run.
+async fn run_read_only(
+    bin: &Path,
+    max_turns: u32,
+    hostile: &Hostile,
+    fake: &FakeModel,
+) -> ProcessOutput {
+    let out = run_claude(bin, claude_read_only_args(MODEL, max_turns), hostile, fake).await;
+    show(fake, &out);
+    out
+}
+
+/// stdout as the one result object it must be.
+fn result_object(out: &ProcessOutput) -> Value {
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
 
 /// Runs `claude` with `args` in the snapshot, against `fake`, the prompt on stdin.
 async fn run_claude(
@@ -96,18 +115,11 @@ async fn real_claude_reads_the_snapshot_and_nothing_outside() {
         Turn::text(LENS_JSON),
     ]);
     let before = hostile.listing();
-    let out = run_claude(
-        &bin,
-        claude_read_only_args("claude-fake-1", 3),
-        &hostile,
-        &fake,
-    )
-    .await;
-    show(&fake, &out);
+    let out = run_read_only(&bin, 3, &hostile, &fake).await;
 
     // stdout is one result object whose `result` is the lens JSON.
     assert!(out.status.success(), "exit {:?}", out.status.code());
-    let result: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let result = result_object(&out);
     assert_eq!(result["type"], "result");
     assert_eq!(result["subtype"], "success");
     assert_eq!(result["is_error"], false);
@@ -195,7 +207,7 @@ async fn glob_with_an_absolute_pattern_lists_names_outside() {
         ]),
         Turn::text(LENS_JSON),
     ]);
-    let mut args = claude_read_only_args("claude-fake-1", 3);
+    let mut args = claude_read_only_args(MODEL, 3);
     let tools = args
         .iter_mut()
         .find(|a| *a == CLAUDE_TOOLS)
@@ -220,4 +232,39 @@ async fn glob_with_an_absolute_pattern_lists_names_outside() {
     assert!(inside.text.contains("src/util/helpers.rs"), "{inside:?}");
     assert!(inside.text.contains(".mcp.json"), "{inside:?}");
     assert!(!inside.text.contains("link_secret"), "{inside:?}");
+}
+
+/// What the lens reads when the API refuses a request, and when the turn cap is reached.
+#[tokio::test]
+async fn real_claude_reports_api_errors_and_the_turn_cap() {
+    let Some(bin) = real_cli("claude", "real_claude_reports_api_errors_and_the_turn_cap") else {
+        return;
+    };
+    let hostile = Hostile::new();
+    let fake = FakeModel::start(vec![Turn::error(
+        400,
+        "invalid_request_error",
+        "fake bad request",
+    )]);
+    let out = run_read_only(&bin, 3, &hostile, &fake).await;
+    assert_eq!(out.status.code(), Some(1));
+    let result = result_object(&out);
+    assert_eq!(result["is_error"], true);
+    assert_eq!(result["api_error_status"], 400);
+    assert_eq!(result["result"], "API Error: 400 fake bad request");
+
+    // A model that keeps calling tools: `--max-turns 2` allows two model requests.
+    let read = |id: &str| read(id, &hostile.snapshot().join("src/lib.rs"));
+    let fake = FakeModel::start(vec![
+        Turn::calls([read("r0")]),
+        Turn::calls([read("r1")]),
+        Turn::calls([read("r2")]),
+    ]);
+    let out = run_read_only(&bin, 2, &hostile, &fake).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(fake.model_requests().len(), 2);
+    let result = result_object(&out);
+    assert_eq!(result["subtype"], "error_max_turns");
+    assert_eq!(result["is_error"], true);
+    assert_eq!(result["terminal_reason"], "max_turns");
 }

@@ -292,3 +292,28 @@ async fn real_codex_without_a_sandbox_reads_nothing_and_the_probe_says_so() {
         Sandbox::Works => panic!("the probe missed a sandbox that cannot start"),
     }
 }
+
+/// What the lens reads when the provider refuses a request.
+#[tokio::test]
+async fn real_codex_reports_api_errors() {
+    let Some(bin) = real_cli("codex", "real_codex_reports_api_errors") else {
+        return;
+    };
+    let run = CodexRun::new(bin);
+    let fake = FakeModel::start(vec![Turn::error(
+        400,
+        "invalid_request_error",
+        "fake bad request",
+    )]);
+    let out = run.run(&run.bin, run.args(&fake)).await;
+    show(&fake, &out);
+    assert_eq!(out.status.code(), Some(1));
+    let events = events(&out.stdout);
+    let failed = events
+        .iter()
+        .find(|e| e["type"] == "turn.failed")
+        .expect("turn.failed");
+    let message = failed["error"]["message"].as_str().expect("a message");
+    assert!(message.contains("fake bad request"), "{message}");
+    assert!(completed(&events, "agent_message").is_empty());
+}
