@@ -1,6 +1,36 @@
 //! The argv that runs Claude Code and Codex over a repository snapshot with read-only tools, as
 //! validated against the real CLIs (`real_claude`, `real_codex`), and how to tell that Codex's
 //! sandbox cannot start. Kept here until the `claude-cli` and `codex-cli` backends take them.
+//!
+//! What the real CLIs did (claude 2.1.197, codex 0.171.0; the tests assert all of it):
+//!
+//! - Claude sends `HEAD /`, then one `POST /v1/messages?beta=true` (`"stream": true`) per model
+//!   turn, advertising exactly `Grep, Read`. A `Read` outside the cwd, through a symlink to a file
+//!   or through a symlinked directory is refused with the `dontAsk` text and listed in the
+//!   result's `permission_denials`; the run still succeeds. A hard link to an outside file is
+//!   read (the check is on the path). `Grep` for the outside text answers "No files found".
+//!   `Write`/`Bash` answer "No such tool available". No hook ran, no MCP server was spawned,
+//!   and no `CLAUDE.md`, `CLAUDE.local.md` or settings text reached a request.
+//! - Claude's result: one object; `result` is the final text verbatim. `num_turns` is not the
+//!   number of model requests (10 for 2 requests with 9 parallel calls): do not read it. An HTTP
+//!   400 gives exit 1, `is_error: true`, `api_error_status: 400`, `result: "API Error: 400 …"`;
+//!   `--max-turns 2` stops after 2 requests with exit 1 and `subtype: "error_max_turns"`.
+//! - Codex sends one `POST /v1/responses` (`stream: true`) per turn and nothing else; the body
+//!   has no `instructions` key, and `--output-schema` arrives verbatim as `text.format`
+//!   (`json_schema`, `strict: true`). Tools: `exec_command`, `write_stdin`,
+//!   `request_user_input`, `view_image`. Under the profile, `cat` of an outside path, a symlink
+//!   out, a symlinked directory or `$CODEX_HOME/auth.json` says "No such file or directory"; a
+//!   hard link is read; `touch` fails "Read-only file system"; `env` holds no provider key.
+//! - Codex's JSONL is not a complete record of commands: a command whose failure reads as a
+//!   sandbox denial ("Read-only file system") is sometimes missing from stdout altogether (no
+//!   `item.started` either; missing in every unloaded run, present under load) although the
+//!   model got its output. Read the answer from the last `agent_message`, usage from
+//!   `turn.completed`; treat `command_execution` items as a sample.
+//! - Without user namespaces, every Codex command fails with `bwrap: Creating new namespace
+//!   failed…` (exit 1, that item did appear), the turn completes and the process exits 0 with
+//!   the model's answer: only the probe ([`codex_sandbox`], exit 1) or [`says_sandbox_failed`]
+//!   on an item tells. An HTTP 400 gives exit 1, an `error` event and `turn.failed` whose
+//!   message is the provider's error body re-encoded as JSON.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};

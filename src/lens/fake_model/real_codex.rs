@@ -118,7 +118,9 @@ async fn real_codex_reads_the_snapshot_and_nothing_outside() {
         return;
     };
     let run = CodexRun::new(bin);
-    assert_eq!(codex_sandbox(&run.bin, &run.env()).await, Sandbox::Works);
+    // Hosts that forbid unprivileged user namespaces cannot run a `codex-cli` lens at all.
+    let sandbox = codex_sandbox(&run.bin, &run.env()).await;
+    assert_eq!(sandbox, Sandbox::Works, "Codex's sandbox cannot start here");
     let outside = run.hostile.outside();
     let codex_home = run.hostile.codex_home();
     let fake = FakeModel::start(vec![
@@ -256,8 +258,22 @@ async fn real_codex_without_a_sandbox_reads_nothing_and_the_probe_says_so() {
     ) else {
         return;
     };
-    let unshare = Path::new("/usr/bin/unshare");
+    let unshare = Path::new("unshare");
     let run = CodexRun::new(bin);
+    // The simulation needs a user namespace of its own; where there is none, the test above
+    // already fails on the probe.
+    let mut check = ProcessSpec::new(unshare, run.hostile.home(), Duration::from_secs(10));
+    check.args = without_namespaces(Path::new("true"), Vec::new());
+    check.env = run.env();
+    if !process::run(check).await.is_ok_and(|o| o.status.success()) {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED real_codex_without_a_sandbox_reads_nothing_and_the_probe_says_so: \
+             `unshare -Ur` cannot create a user namespace here"
+        );
+        return;
+    }
     let fake = FakeModel::start(vec![
         Turn::calls([exec("in_snapshot", "cat src/util/helpers.rs")]),
         Turn::text(LENS_JSON),
