@@ -12,6 +12,8 @@ pub mod cli_env;
 pub mod codex;
 pub mod command;
 pub mod contract;
+#[cfg(test)]
+pub(crate) mod fake_model;
 pub mod http;
 pub mod openai;
 pub mod parse;
