@@ -5,13 +5,14 @@
 
 use std::ffi::OsString;
 use std::marker::PhantomData;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::backend::{Backend, CallEnv, Pending, Runs};
 use super::cli_env::{Cli, CliEnv, process_failure, scratch_dir};
 use super::preflight::{Check, PreflightEnv};
 use super::process::{self, DEFAULT_MAX_OUTPUT, ProcessError, ProcessOutput, ProcessSpec};
 use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec};
+use crate::plan::with_repository;
 
 /// One agent CLI.
 pub(crate) trait AgentCli: 'static {
@@ -26,9 +27,20 @@ pub(crate) trait AgentCli: 'static {
     /// How to get the binary, for a "not found" message.
     const INSTALL: &'static str;
 
-    /// What is checked before the child starts, and the argv after the program name. Files
-    /// the run needs (a schema) go into `scratch`, a fresh directory removed after the run.
-    fn prepare(spec: &LensSpec, env: &CliEnv, scratch: &Path) -> Result<Vec<OsString>, Failure>;
+    /// Constant variables the child gets beside its allow-listed environment (never secrets).
+    const QUIET_ENV: &'static [(&'static str, &'static str)] = &[];
+
+    /// What is checked before the child starts, the argv after the program name and the
+    /// working directory. Files the run needs (a schema) go into `scratch`, a fresh directory
+    /// removed after the run; `snapshot` is the repository to read, when the round has one;
+    /// `max_turns` caps the model's requests.
+    fn prepare<'a>(
+        spec: &'a LensSpec,
+        env: &'a CliEnv,
+        scratch: &'a Path,
+        snapshot: Option<&'a Path>,
+        max_turns: u32,
+    ) -> Pending<'a, Result<Prepared, Failure>>;
 
     /// More to say about a run that did not reach its end, from what it printed so far.
     fn explain(_error: &ProcessError) -> Option<String> {
@@ -44,6 +56,18 @@ pub(crate) trait AgentCli: 'static {
         spec: &'a LensSpec,
         env: &'a PreflightEnv,
     ) -> Pending<'a, Vec<Check>>;
+}
+
+/// How one run of an agent CLI is set up.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    pub args: Vec<OsString>,
+    /// The child's working directory.
+    pub cwd: PathBuf,
+    /// Whether the child can read the snapshot (its prompt says which).
+    pub reads_snapshot: bool,
+    /// Why a round with a snapshot runs this lens on the diff alone, for the user.
+    pub notice: Option<String>,
 }
 
 /// The backend of an agent CLI `C`.
@@ -76,7 +100,13 @@ impl<C: AgentCli> Backend for CliBackend<C> {
         req: &'a LensRequest,
         env: CallEnv<'a>,
     ) -> Pending<'a, Result<Answer, Failure>> {
-        Box::pin(run::<C>(spec, req, env.cli, DEFAULT_MAX_OUTPUT))
+        Box::pin(run::<C>(
+            spec,
+            req,
+            env.cli,
+            env.max_tool_calls,
+            DEFAULT_MAX_OUTPUT,
+        ))
     }
 
     fn preflight<'a>(
@@ -97,19 +127,30 @@ pub(crate) fn bin_of<'a>(spec: &'a LensSpec, default: &'a str) -> &'a str {
         .unwrap_or(default)
 }
 
-/// Runs `C` once on `req`, each output stream capped at `max_output` bytes.
+/// Runs `C` once on `req`, each output stream capped at `max_output` bytes; with a snapshot,
+/// the model may make up to `max_tool_calls` rounds of tool calls.
 pub(crate) async fn run<C: AgentCli>(
     spec: &LensSpec,
     req: &LensRequest,
     env: &CliEnv,
+    max_tool_calls: u32,
     max_output: usize,
 ) -> Result<Answer, Failure> {
     let scratch = scratch_dir(C::NAME)?;
-    let args = C::prepare(spec, env, scratch.path())?;
-    let mut child = ProcessSpec::new(bin_of(spec, C::DEFAULT_BIN), scratch.path(), spec.timeout);
-    child.args = args;
+    let snapshot = req.checkout.as_deref();
+    // Tool rounds plus the one that answers.
+    let max_turns = max_tool_calls.saturating_add(1);
+    let prepared = C::prepare(spec, env, scratch.path(), snapshot, max_turns).await?;
+    let mut child = ProcessSpec::new(bin_of(spec, C::DEFAULT_BIN), &prepared.cwd, spec.timeout);
+    child.args = prepared.args;
     child.env = env.child_env(C::CLI);
-    child.stdin = req.prompt.as_bytes().to_vec();
+    child.env.extend(
+        C::QUIET_ENV
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
+    child.env.extend(env.test_overrides());
+    child.stdin = with_repository(&req.prompt, prepared.reads_snapshot).into_bytes();
     child.max_output = max_output;
 
     let out = process::run(child).await.map_err(|e| {
@@ -120,5 +161,7 @@ pub(crate) async fn run<C: AgentCli>(
         }
         f
     })?;
-    C::read_output(&out)
+    let mut answer = C::read_output(&out)?;
+    answer.notice = prepared.notice;
+    Ok(answer)
 }

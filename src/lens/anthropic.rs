@@ -245,6 +245,7 @@ fn answer(body: &[u8], key: &str) -> Result<Answer, Failure> {
         model: resp.model.filter(|m| !m.is_empty()),
         raw: text,
         tool_calls: None,
+        notice: None,
     })
 }
 

@@ -31,6 +31,9 @@ pub struct CallEnv<'a> {
     pub anthropic: &'a ApiEnv,
     pub openai: &'a ApiEnv,
     pub retry: &'a RetryPolicy,
+    /// Tool calls a model lens may make per call reading the snapshot (`[context]
+    /// max_tool_calls`): the API tool loop's cap, the CLIs' turns.
+    pub max_tool_calls: u32,
 }
 
 /// How a backend runs, which decides how the panel waits for it and retries it.

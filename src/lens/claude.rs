@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::agent_cli::AgentCli;
+use super::agent_cli::{AgentCli, Prepared};
 use super::backend::Pending;
 use super::cli_env::{Cli, CliEnv, says_usage_limit, stderr_note};
 use super::preflight::{Check, PreflightEnv, cli_found};
@@ -23,35 +23,56 @@ use crate::lens::contract::LensResponse;
 /// The binary looked up on the child's `PATH` when the lens names none.
 pub const DEFAULT_BIN: &str = "claude";
 
-/// Turn cap. With no tools one turn answers; a little headroom, and the wall-clock timeout
-/// bounds the rest (the cap has been seen overrun).
+/// Turn cap without a snapshot. With no tools one turn answers; a little headroom, and the
+/// wall-clock timeout bounds the rest (the cap has been seen overrun).
 pub const MAX_TURNS: u32 = 3;
+
+/// The tools for a snapshot: reading and searching files in the working directory, nothing
+/// else. Not `Glob`: with an absolute `pattern` it lists file names anywhere on the machine
+/// whatever the working directory; `Grep` in `files_with_matches` mode lists the snapshot's
+/// files instead (the real CLI's behaviour, `docs/security.md`).
+pub const READ_TOOLS: &str = "Read,Grep";
+
+/// Variables that keep the CLI quiet: no look-ups of Anthropic's hosts beyond the API call, and
+/// no memory section of its own in the system prompt.
+const QUIET_ENV: [(&str, &str); 2] = [
+    ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+    ("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1"),
+];
 
 const INSTALL: &str = "install Claude Code, or set the lens's `bin`";
 
-/// The argv after the program name. Constant but for the model: the prompt is never here.
-pub fn args(model: Option<&str>) -> Vec<OsString> {
+/// The argv after the program name: constant but for the model, the turn cap and whether the
+/// read tools are on; the prompt is never here.
+///
+/// - `--tools` names the whole tool set (`""`: none); it takes several values, so an option
+///   always follows it, never the prompt.
+/// - `--permission-mode dontAsk`: a read outside the working directory is refused, not left
+///   waiting for an answer.
+/// - `--setting-sources ""`: no settings from the snapshot or the user's home, so no hooks, no
+///   `CLAUDE.md`, no `permissions.allow`, no `verbose` turning the result into an array.
+/// - `--strict-mcp-config` and an empty config: no `.mcp.json` server is spawned.
+pub fn args(model: Option<&str>, max_turns: u32, read: bool) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec!["-p".into(), "--output-format".into(), "json".into()];
     if let Some(model) = model {
         args.push("--model".into());
         args.push(model.into());
     }
-    let max_turns = MAX_TURNS.to_string();
+    let max_turns = max_turns.to_string();
     args.extend(
         [
-            // No tools at all; with `--strict-mcp-config` and an empty config, no MCP tools either
-            // (`--tools ""` alone still mounts the user's MCP servers).
+            "--max-turns",
+            &max_turns,
             "--tools",
+            if read { READ_TOOLS } else { "" },
+            "--permission-mode",
+            "dontAsk",
+            "--setting-sources",
             "",
             "--strict-mcp-config",
             "--mcp-config",
             r#"{"mcpServers":{}}"#,
             "--disable-slash-commands",
-            "--max-turns",
-            &max_turns,
-            // A user's `"verbose": true` would turn the one result object into an array.
-            "--settings",
-            r#"{"verbose":false}"#,
         ]
         .map(OsString::from),
     );
@@ -69,8 +90,33 @@ impl AgentCli for ClaudeCli {
     const DEFAULT_BIN: &'static str = DEFAULT_BIN;
     const INSTALL: &'static str = INSTALL;
 
-    fn prepare(spec: &LensSpec, _env: &CliEnv, _scratch: &Path) -> Result<Vec<OsString>, Failure> {
-        Ok(args(spec.model.as_deref()))
+    const QUIET_ENV: &'static [(&'static str, &'static str)] = &QUIET_ENV;
+
+    /// With a snapshot, the CLI runs in it with the read tools (it treats its working directory
+    /// as the one it may read); without, in the empty scratch directory with no tools.
+    fn prepare<'a>(
+        spec: &'a LensSpec,
+        _env: &'a CliEnv,
+        scratch: &'a Path,
+        snapshot: Option<&'a Path>,
+        max_turns: u32,
+    ) -> Pending<'a, Result<Prepared, Failure>> {
+        let model = spec.model.as_deref();
+        let prepared = match snapshot {
+            Some(root) => Prepared {
+                args: args(model, max_turns, true),
+                cwd: root.to_path_buf(),
+                reads_snapshot: true,
+                notice: None,
+            },
+            None => Prepared {
+                args: args(model, MAX_TURNS, false),
+                cwd: scratch.to_path_buf(),
+                reads_snapshot: false,
+                notice: None,
+            },
+        };
+        Box::pin(async move { Ok(prepared) })
     }
 
     fn read_output(out: &ProcessOutput) -> Result<Answer, Failure> {
@@ -163,6 +209,7 @@ fn read_result(result: &Value) -> Result<Answer, Failure> {
         model: answering_model(result),
         raw: text.to_owned(),
         tool_calls: None,
+        notice: None,
     })
 }
 
@@ -355,7 +402,7 @@ mod tests {
         env: &CliEnv,
         max_output: usize,
     ) -> Result<Answer, Failure> {
-        agent_cli::run::<ClaudeCli>(spec, req, env, max_output).await
+        agent_cli::run::<ClaudeCli>(spec, req, env, 40, max_output).await
     }
     use crate::lens::BackendKind;
     use crate::lens::cli_env::fake::{self, Fake};
@@ -410,24 +457,34 @@ mod tests {
                 "json",
                 "--model",
                 "claude-opus-5",
+                "--max-turns",
+                "3",
                 "--tools",
+                "",
+                "--permission-mode",
+                "dontAsk",
+                "--setting-sources",
                 "",
                 "--strict-mcp-config",
                 "--mcp-config",
                 r#"{"mcpServers":{}}"#,
                 "--disable-slash-commands",
-                "--max-turns",
-                "3",
-                "--settings",
-                r#"{"verbose":false}"#,
             ]
         );
         assert!(!fake.read("argv").contains("PROMPT-MARKER"));
-        assert!(fake.read("stdin") == prompt, "stdin is not the prompt");
+        let stdin = fake.read("stdin");
+        assert!(stdin.starts_with(&prompt), "stdin is not the prompt");
+        assert!(
+            stdin.contains("You see the diff alone"),
+            "{}",
+            &stdin[prompt.len()..]
+        );
 
         assert_eq!(
             fake.env_names(),
             [
+                "CLAUDE_CODE_DISABLE_AUTO_MEMORY",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
                 "CLAUDE_CODE_OAUTH_TOKEN",
                 "CLAUDE_CONFIG_DIR",
                 "HOME",
@@ -461,7 +518,7 @@ mod tests {
         run(&spec, &fake::request("p"), &env).await.expect("ok");
         let argv = fake.argv();
         assert!(!argv.iter().any(|a| a == "--model"), "{argv:?}");
-        let want: Vec<String> = args(None)
+        let want: Vec<String> = args(None, MAX_TURNS, false)
             .into_iter()
             .map(|a| a.into_string().expect("utf-8"))
             .collect();

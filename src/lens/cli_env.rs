@@ -48,6 +48,11 @@ impl Cli {
 #[derive(Clone, Default)]
 pub struct CliEnv {
     vars: Vec<(OsString, OsString)>,
+    /// Tests only: variables and arguments that point a real CLI at a fake model on loopback
+    /// (a base URL and a key, a custom model provider). Always empty outside tests: nothing
+    /// but [`CliEnv::with_fake_model`] sets them.
+    fake_model_vars: Vec<(OsString, OsString)>,
+    fake_model_args: Vec<OsString>,
 }
 
 static CAPTURED: LazyLock<CliEnv> = LazyLock::new(CliEnv::from_env);
@@ -62,7 +67,10 @@ impl CliEnv {
                     .is_some_and(|n| Cli::Claude.allows(n) || Cli::Codex.allows(n))
             })
             .collect();
-        Self { vars }
+        Self {
+            vars,
+            ..Self::default()
+        }
     }
 
     /// The process environment as captured the first time this is called.
@@ -83,6 +91,7 @@ impl CliEnv {
                 .into_iter()
                 .map(|(k, v)| (k.into(), v.into()))
                 .collect(),
+            ..Self::default()
         }
     }
 
@@ -94,6 +103,30 @@ impl CliEnv {
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_os_str())
             .filter(|v| !v.is_empty())
+    }
+
+    /// Tests: the same environment, with the variables and arguments that point a real CLI at
+    /// a fake model.
+    #[cfg(test)]
+    #[allow(dead_code)] // the real-CLI tests move onto the backends next
+    pub(crate) fn with_fake_model(
+        mut self,
+        vars: Vec<(OsString, OsString)>,
+        args: Vec<OsString>,
+    ) -> Self {
+        self.fake_model_vars = vars;
+        self.fake_model_args = args;
+        self
+    }
+
+    /// Variables a test adds to point a real CLI at a fake model; empty outside tests.
+    pub(crate) fn test_overrides(&self) -> impl Iterator<Item = (OsString, OsString)> + '_ {
+        self.fake_model_vars.iter().cloned()
+    }
+
+    /// Arguments a test adds (a custom model provider); empty outside tests.
+    pub(crate) fn test_args(&self) -> &[OsString] {
+        &self.fake_model_args
     }
 
     /// The whole environment of a `cli` child: the allow-list, nothing else. Empty values are

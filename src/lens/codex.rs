@@ -5,18 +5,23 @@
 //! (never an API key, which would switch billing to the API), and its process group is ended on
 //! timeout (`docs/contract.md` "Backends", "Isolation").
 
-use std::ffi::OsString;
-use std::path::Path;
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::sync::{LazyLock, Mutex};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use super::agent_cli::AgentCli;
+use super::agent_cli::{AgentCli, Prepared, bin_of};
 use super::backend::Pending;
 use super::cli_env::{Cli, CliEnv, mentions_status, says_usage_limit, stderr_note};
-use super::preflight::{Check, PreflightEnv, QUOTE_CHARS, cli_found, probe, status_text};
+use super::preflight::{
+    Check, Located, PreflightEnv, QUOTE_CHARS, cli_found, locate, probe, status_text,
+};
 use super::process::{
-    Keep, OUTPUT_EXCERPT_CHARS, ProcessError, ProcessOutput, STDERR_TAIL_CHARS, child_text,
-    describe_status,
+    self, Keep, OUTPUT_EXCERPT_CHARS, ProcessError, ProcessOutput, ProcessSpec, STDERR_TAIL_CHARS,
+    child_text, describe_status,
 };
 use super::{Answer, BackendKind, Failure, FailureKind, LensSpec, Usage};
 use crate::lens::contract::{LensResponse, response_schema};
@@ -29,29 +34,122 @@ pub const SCHEMA_FILE: &str = "schema.json";
 
 const INSTALL: &str = "install the Codex CLI, or set the lens's `bin`";
 
-/// The argv after the program name. Constant but for the model and the schema path: the prompt
-/// is never here (`-` reads it from stdin).
-pub fn args(model: Option<&str>, schema: &Path) -> Vec<OsString> {
+/// The argv after the program name: constant but for the model, the workspace the model may
+/// read, the directory of the codex package and the schema path; the prompt is never here
+/// (`-` reads it from stdin). `None` when `codex_pkg` is not UTF-8 (it goes inside a TOML value).
+///
+/// - A permission profile mounts only the workspace, the system's minimal directories and the
+///   Codex package (its sandbox re-executes the codex binary from there), read-only. No
+///   `--sandbox`: it selects the older policy and the profile is then ignored, and
+///   `--sandbox read-only` lets commands read the whole machine (the Codex login included) and
+///   follow symlinks out.
+/// - `inherit="core"`: no API key variable reaches a command's environment.
+/// - `project_doc_max_bytes=0`, `skills.include_instructions=false`: no `AGENTS.md` and no skill
+///   list from the snapshot in the prompt; `--ignore-user-config`, `--ignore-rules`: nothing of
+///   the user's either.
+/// - `--disable multi_agent --disable goals`, `web_search="disabled"`: the tools shrink to
+///   running commands in the sandbox and reading their output.
+/// - `check_for_update_on_startup`, `analytics.enabled`, `--disable plugins`: no look-ups of
+///   OpenAI's or GitHub's hosts (each costs seconds offline).
+pub fn args(
+    model: Option<&str>,
+    workspace: &Path,
+    codex_pkg: &Path,
+    schema: &Path,
+    extra: &[OsString],
+) -> Option<Vec<OsString>> {
+    let pkg = toml::Value::String(codex_pkg.to_str()?.to_owned()).to_string();
+    let filesystem = format!(
+        r#"permissions.review.filesystem={{":minimal"="read", ":workspace_roots"={{"."="read"}}, {pkg}="read"}}"#
+    );
     let mut args: Vec<OsString> = [
         "exec",
         "--json",
-        "--sandbox",
-        "read-only",
-        // The scratch directory is not a git repository.
+        // A snapshot is not a git repository.
         "--skip-git-repo-check",
         "--ephemeral",
-        "--output-schema",
+        "--ignore-user-config",
+        "--ignore-rules",
+        "-C",
     ]
     .map(OsString::from)
     .into();
-    args.push(schema.into());
+    args.push(workspace.into());
     if let Some(model) = model {
         args.push("-m".into());
         args.push(model.into());
     }
+    args.push("--output-schema".into());
+    args.push(schema.into());
+    args.extend(
+        [
+            "-c",
+            r#"default_permissions="review""#,
+            "-c",
+            &filesystem,
+            "-c",
+            r#"shell_environment_policy.inherit="core""#,
+            "-c",
+            "project_doc_max_bytes=0",
+            "-c",
+            "skills.include_instructions=false",
+            "-c",
+            r#"web_search="disabled""#,
+            "--disable",
+            "multi_agent",
+            "--disable",
+            "goals",
+            "--disable",
+            "plugins",
+            "-c",
+            "check_for_update_on_startup=false",
+            "-c",
+            "analytics.enabled=false",
+        ]
+        .map(OsString::from),
+    );
+    args.extend(extra.iter().cloned());
     args.push("-".into());
-    args
+    Some(args)
 }
+
+/// The directory the sandbox must be able to read for Codex to start in it: the npm package
+/// directory `@openai` holding the platform package with the real binary, found from the
+/// `codex` launcher (usually `node_modules/.bin/codex`, a link to `@openai/codex/bin/codex.js`)
+/// by resolving its links and walking up; for a codex outside npm, the binary's own directory.
+pub fn package_dir(bin: &Path) -> Option<PathBuf> {
+    let real = std::fs::canonicalize(bin).ok()?;
+    real.ancestors()
+        .find(|dir| dir.file_name() == Some(OsStr::new("@openai")))
+        .or_else(|| real.parent())
+        .map(Path::to_path_buf)
+}
+
+/// Whether Codex's sandbox can start on this host, asked once per binary per process: `codex
+/// sandbox -- true` with the lens's environment exits 1 where the host forbids the namespaces
+/// it needs, and then every command a lens ran would fail while the turn still "succeeds".
+async fn sandbox_works(bin: &Path, env: &CliEnv) -> Result<(), String> {
+    static PROBED: LazyLock<Mutex<HashMap<PathBuf, Result<(), String>>>> =
+        LazyLock::new(Mutex::default);
+    if let Some(known) = PROBED.lock().ok().and_then(|p| p.get(bin).cloned()) {
+        return known;
+    }
+    let mut spec = ProcessSpec::new(bin.as_os_str(), std::env::temp_dir(), SANDBOX_PROBE_TIMEOUT);
+    spec.args = ["sandbox", "--", "true"].map(OsString::from).into();
+    spec.env = env.child_env(Cli::Codex);
+    let result = match process::run(spec).await {
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => Err(child_text(&out.stderr, STDERR_TAIL_CHARS, Keep::Tail)),
+        Err(e) => Err(e.to_string()),
+    };
+    if let Ok(mut probed) = PROBED.lock() {
+        probed.insert(bin.to_path_buf(), result.clone());
+    }
+    result
+}
+
+/// How long the sandbox probe may take (0.2 s where it works).
+const SANDBOX_PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The `codex-cli` backend.
 pub struct CodexCli;
@@ -64,22 +162,70 @@ impl AgentCli for CodexCli {
     const DEFAULT_BIN: &'static str = DEFAULT_BIN;
     const INSTALL: &'static str = INSTALL;
 
-    fn prepare(spec: &LensSpec, env: &CliEnv, scratch: &Path) -> Result<Vec<OsString>, Failure> {
-        // The real CLI refuses a missing CODEX_HOME; say so plainly rather than relay its stderr.
-        if let Some(home) = env.get("CODEX_HOME")
-            && !Path::new(home).is_dir()
-        {
-            return Err(Failure::fatal(format!(
-                "codex: CODEX_HOME points to a folder that does not exist ({})",
-                child_text(home.as_encoded_bytes(), 200, Keep::Head)
-            )));
-        }
-        let schema = scratch.join(SCHEMA_FILE);
-        let schema_json = serde_json::to_vec_pretty(&response_schema())
-            .map_err(|e| Failure::fatal(format!("codex: could not encode the schema: {e}")))?;
-        std::fs::write(&schema, schema_json)
-            .map_err(|e| Failure::fatal(format!("codex: could not write the schema file: {e}")))?;
-        Ok(args(spec.model.as_deref(), &schema))
+    /// The workspace is the snapshot, or the scratch directory (holding only the schema) when
+    /// there is none or when Codex's sandbox cannot start here: then the lens reviews the diff
+    /// alone, and says so.
+    fn prepare<'a>(
+        spec: &'a LensSpec,
+        env: &'a CliEnv,
+        scratch: &'a Path,
+        snapshot: Option<&'a Path>,
+        _max_turns: u32,
+    ) -> Pending<'a, Result<Prepared, Failure>> {
+        Box::pin(async move {
+            // The real CLI refuses a missing CODEX_HOME; say so plainly rather than relay its
+            // stderr.
+            if let Some(home) = env.get("CODEX_HOME")
+                && !Path::new(home).is_dir()
+            {
+                return Err(Failure::fatal(format!(
+                    "codex: CODEX_HOME points to a folder that does not exist ({})",
+                    child_text(home.as_encoded_bytes(), 200, Keep::Head)
+                )));
+            }
+            let schema = scratch.join(SCHEMA_FILE);
+            let schema_json = serde_json::to_vec_pretty(&response_schema())
+                .map_err(|e| Failure::fatal(format!("codex: could not encode the schema: {e}")))?;
+            std::fs::write(&schema, schema_json).map_err(|e| {
+                Failure::fatal(format!("codex: could not write the schema file: {e}"))
+            })?;
+            // Not found: the run says so (and may fall back); the package is then moot.
+            let bin = match locate(bin_of(spec, DEFAULT_BIN), env.get("PATH")) {
+                Located::Found(path) => path,
+                _ => PathBuf::from(bin_of(spec, DEFAULT_BIN)),
+            };
+            let pkg = package_dir(&bin).unwrap_or_else(|| scratch.to_path_buf());
+            let mut workspace = snapshot;
+            let mut notice = None;
+            if snapshot.is_some()
+                && let Err(why) = sandbox_works(&bin, env).await
+            {
+                workspace = None;
+                notice = Some(format!(
+                    "lens {}: codex cannot start its sandbox on this host, so it reviews the diff \
+                     alone ({why})",
+                    spec.name
+                ));
+            }
+            let args = args(
+                spec.model.as_deref(),
+                workspace.unwrap_or(scratch),
+                &pkg,
+                &schema,
+                env.test_args(),
+            )
+            .ok_or_else(|| {
+                Failure::fatal(
+                    "codex: the path of its package is not UTF-8, which its config needs",
+                )
+            })?;
+            Ok(Prepared {
+                args,
+                cwd: scratch.to_path_buf(),
+                reads_snapshot: workspace.is_some(),
+                notice,
+            })
+        })
     }
 
     /// The real CLI offline reconnects and then waits for the network without end: only the
@@ -264,6 +410,7 @@ fn read_output(out: &ProcessOutput) -> Result<Answer, Failure> {
         model: None,
         raw: answer.to_owned(),
         tool_calls: Some(ev.commands),
+        notice: None,
     })
 }
 
@@ -387,7 +534,7 @@ mod tests {
         env: &CliEnv,
         max_output: usize,
     ) -> Result<Answer, Failure> {
-        agent_cli::run::<CodexCli>(spec, req, env, max_output).await
+        agent_cli::run::<CodexCli>(spec, req, env, 40, max_output).await
     }
     use crate::lens::BackendKind;
     use crate::lens::cli_env::fake::{self, Fake};
@@ -447,30 +594,42 @@ mod tests {
         assert!(!cwd.exists(), "the scratch dir outlived the run");
 
         let argv = fake.argv();
-        let schema = argv.get(7).cloned().unwrap_or_default();
-        // The scratch dir may be reached through a symlink (`/tmp`); compare by name.
+        let after = |flag: &str| {
+            let at = argv.iter().position(|a| a == flag).expect(flag);
+            argv[at + 1].clone()
+        };
+        let (workspace, schema) = (after("-C"), after("--output-schema"));
+        // The scratch dir may be reached through a symlink (`/tmp`); compare by name. Without a
+        // snapshot the workspace is the scratch dir, which holds only the schema.
+        assert!(workspace.ends_with(&format!("/{leaf}")), "{workspace}");
         assert!(
             schema.ends_with(&format!("/{leaf}/schema.json")),
             "{schema}"
         );
-        assert_eq!(
-            argv,
-            [
-                "exec",
-                "--json",
-                "--sandbox",
-                "read-only",
-                "--skip-git-repo-check",
-                "--ephemeral",
-                "--output-schema",
-                schema.as_str(),
-                "-m",
-                "gpt-5.6-terra",
-                "-",
-            ]
-        );
+        // The fake is no npm install: its own directory is what the sandbox may read.
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-cli/codex");
+        let pkg = package_dir(&fixtures).expect("the fixture's directory");
+        let want: Vec<String> = args(
+            Some("gpt-5.6-terra"),
+            Path::new(&workspace),
+            &pkg,
+            Path::new(&schema),
+            &[],
+        )
+        .expect("utf-8")
+        .into_iter()
+        .map(|a| a.into_string().expect("utf-8"))
+        .collect();
+        assert_eq!(argv, want);
+        assert!(!argv.iter().any(|a| a == "--sandbox"), "{argv:?}");
         assert!(!fake.read("argv").contains("PROMPT-MARKER"));
-        assert!(fake.read("stdin") == prompt, "stdin is not the prompt");
+        let stdin = fake.read("stdin");
+        assert!(stdin.starts_with(&prompt), "stdin is not the prompt");
+        assert!(
+            stdin.contains("You see the diff alone"),
+            "{}",
+            &stdin[prompt.len()..]
+        );
         let written: serde_json::Value =
             serde_json::from_str(&fake.read("schema")).expect("schema json");
         assert_eq!(written, response_schema());

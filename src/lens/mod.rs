@@ -196,6 +196,9 @@ pub struct Answer {
     pub raw: String,
     /// Tool calls made reading the repository, when the backend reports them.
     pub tool_calls: Option<u32>,
+    /// Something the user should hear about this call (a lens that could not read the
+    /// snapshot and reviewed the diff alone), said once per run.
+    pub notice: Option<String>,
 }
 
 /// How a failure is handled: retried, fallen back from, or reported at once.

@@ -69,6 +69,9 @@ impl PanelInput {
     }
 }
 
+/// `[context] max_tool_calls` when the config does not say.
+pub const DEFAULT_MAX_TOOL_CALLS: u32 = 40;
+
 /// Where the panel's notices (billing warnings) go: stderr for the CLI, a log for the service.
 pub type NoticeSink = Arc<dyn Fn(&str) + Send + Sync>;
 
@@ -125,6 +128,9 @@ pub struct Panel {
     pub retry: RetryPolicy,
     pub notices: NoticeSink,
     pub evidence: Option<Arc<Evidence>>,
+    /// Tool calls a model lens may make per call reading the snapshot (`[context]
+    /// max_tool_calls`).
+    pub max_tool_calls: u32,
 }
 
 impl Panel {
@@ -139,6 +145,7 @@ impl Panel {
             retry: RetryPolicy::default(),
             notices: Arc::new(|line: &str| eprintln!("{}", crate::redact::redact(line))),
             evidence: None,
+            max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
         }
     }
 
@@ -152,6 +159,7 @@ impl Panel {
         let shared = Arc::new(Shared {
             panel: self.clone(),
             billing_warned: AtomicBool::new(false),
+            said: std::sync::Mutex::default(),
             builtin_in_place: lenses.len() == 1
                 && tokio::runtime::Handle::current().runtime_flavor()
                     == tokio::runtime::RuntimeFlavor::CurrentThread,
@@ -199,6 +207,8 @@ impl Outcome {
 struct Shared {
     panel: Panel,
     billing_warned: AtomicBool,
+    /// Notices already said in this run.
+    said: std::sync::Mutex<std::collections::HashSet<String>>,
     /// The builtin lens is the panel's only lens, on a one-thread runtime (the CLI's): nothing
     /// else waits on that thread, so the lens runs on it rather than on a thread started for
     /// it (0.26 ms of a 3.4 ms review of a 259 KB diff, docs/benchmarks.md). Its timeout,
@@ -240,6 +250,9 @@ impl Shared {
                 .await
             {
                 Ok(answer) => {
+                    if let Some(notice) = &answer.notice {
+                        self.notice_once(notice);
+                    }
                     answered += 1;
                     findings.extend(answer.response.findings);
                     summaries.extend(answer.response.summary);
@@ -387,6 +400,17 @@ impl Shared {
             })
     }
 
+    /// Says `notice` unless this run said it already (one per lens, not one per call).
+    fn notice_once(&self, notice: &str) {
+        let first = self
+            .said
+            .lock()
+            .is_ok_and(|mut said| said.insert(notice.to_owned()));
+        if first {
+            (self.panel.notices)(notice);
+        }
+    }
+
     fn warn_billing(&self, spec: &LensSpec, api: BackendKind, model: &str, why: &Failure) {
         let key = backend::backend(api).billed_to().unwrap_or("an API key");
         // Once per run: the first paid dispatch is the one the user must hear about.
@@ -496,6 +520,7 @@ impl Shared {
             anthropic: &self.panel.anthropic,
             openai: &self.panel.openai,
             retry: &self.panel.retry,
+            max_tool_calls: self.panel.max_tool_calls,
         };
         let work = b.call(&spec, req, env);
         let bound = b.call_bound(spec.timeout, &self.panel.retry);
@@ -859,6 +884,7 @@ mod tests {
                 sink.lock().expect("notices").push(line.to_owned())
             }),
             evidence: None,
+            max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
         };
         (panel, notices)
     }
