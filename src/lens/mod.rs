@@ -13,6 +13,7 @@ pub mod http;
 pub mod openai;
 pub mod parse;
 pub mod process;
+pub mod tools;
 
 use std::path::Path;
 use std::sync::Arc;
