@@ -116,6 +116,7 @@ pub(super) fn resolve(root: &Path, raw: &str) -> Result<Resolved, Refusal> {
 
 /// What makes a file servable, from its `lstat` or its handle's `fstat`.
 fn check_file(rel: &str, meta: &Metadata) -> Result<(), Refusal> {
+    let rel = if rel.is_empty() { "." } else { rel };
     let ft = meta.file_type();
     if ft.is_symlink() {
         Err(Refusal::Symlink(rel.to_owned()))
@@ -173,7 +174,12 @@ fn is_glob(raw: &str) -> bool {
 pub(super) fn target(root: &Path, raw: Option<&str>) -> Result<Target, Refusal> {
     let raw = raw.unwrap_or("");
     if !is_glob(raw) {
-        return resolve(root, raw).map(Target::Path);
+        let found = resolve(root, raw)?;
+        if !found.meta.is_dir() {
+            // Named alone, a file that would be passed over is refused, saying why.
+            check_file(&found.rel, &found.meta)?;
+        }
+        return Ok(Target::Path(found));
     }
     let names = lexical(raw)?;
     let names: Vec<String> = names.iter().map(|n| n.to_string_lossy().into()).collect();

@@ -389,7 +389,7 @@ impl Default for ToolBudget {
 pub const RECORD_ARGUMENT_BYTES: usize = 512;
 
 /// One call, as the evidence log keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCallRecord {
     pub name: String,
     /// The arguments as compact JSON, cut at [`RECORD_ARGUMENT_BYTES`].

@@ -231,7 +231,24 @@ fn special_files_and_directories_are_not_read() {
     // Would block forever if it were opened for reading.
     assert_refused(&read(&f.tools, "pipe"), "`pipe` is not a regular file");
     assert_refused(&read(&f.tools, "src"), "`src` is a directory");
-    assert_refused(&read(&f.tools, ""), "`` is a directory");
+    assert_refused(&read(&f.tools, ""), "`.` is a directory");
+    for tool in [GREP, LIST_FILES] {
+        let args = if tool == GREP {
+            json!({"pattern": "x", "path": "pipe"})
+        } else {
+            json!({"path": "pipe"})
+        };
+        assert_refused(&f.tools.call(tool, &args), "`pipe` is not a regular file");
+        let args = if tool == GREP {
+            json!({"pattern": "KEY", "path": "hard"})
+        } else {
+            json!({"path": "hard"})
+        };
+        assert_refused(
+            &f.tools.call(tool, &args),
+            "`hard` has more than one hard link",
+        );
+    }
     assert_refused(&read(&f.tools, "nope.rs"), "`nope.rs` does not exist");
     assert_refused(
         &read(&f.tools, "README.md/x"),
@@ -502,9 +519,13 @@ fn odd_names_and_bytes_do_not_panic() {
     assert!(r.content.contains("latin1.txt:1: caf\u{FFFD} parse"));
     let r = tools.call(LIST_FILES, &json!({"path": null}));
     assert!(r.content.contains("ünï/cødé.rs\n"));
-    // The unpaired byte in a pattern is refused, not a panic.
-    let r = tools.call(GREP, &json!({"pattern": r"(?-u)\xff", "path": null}));
-    assert!(!r.content.is_empty());
+    // A pattern for a raw byte finds it in text that is not UTF-8.
+    let r = tools.call(GREP, &json!({"pattern": r"(?-u)^\xff", "path": null}));
+    assert!(
+        r.content.starts_with("latin1.txt:2: \u{FFFD}\u{FFFD}\n"),
+        "{}",
+        r.content
+    );
 }
 
 #[test]
