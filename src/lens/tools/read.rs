@@ -48,8 +48,10 @@ pub(super) fn read_file(
         );
     }
     let body = Cursor::new(head).chain(file).take(limits.read_scan_bytes);
-    let mut lines = Lines::new(BufReader::new(body), limits.read_line_bytes);
     let budget = limits.max_result_bytes.saturating_sub(FOOTER_ROOM);
+    // The first line asked for always fits, whatever the caps.
+    let keep = limits.read_line_bytes.min(budget / 2);
+    let mut lines = Lines::new(BufReader::new(body), keep);
     let mut out = String::new();
     let mut total = 0u64;
     let mut last_shown = None;
@@ -111,11 +113,7 @@ pub(super) fn read_file(
         );
     }
     if long_lines {
-        let _ = write!(
-            out,
-            "; lines longer than {} bytes were cut",
-            limits.read_line_bytes
-        );
+        let _ = write!(out, "; lines longer than {keep} bytes were cut");
     }
     out.push(']');
     ToolResult::ok(out, capped || long_lines)

@@ -578,6 +578,11 @@ fn every_result_obeys_the_result_cap() {
     let tools = capped(&f, |l| l.max_result_bytes = 300);
     let body: String = (1..=100).map(|n| format!("parse {n}\n")).collect();
     write(f.root.path(), "p.txt", &body);
+    // A first line longer than the whole answer is cut to fit, not reported past the end.
+    write(f.root.path(), "one.txt", "x".repeat(5000));
+    let r = tools.call(READ_FILE, &json!({"path": "one.txt"}));
+    assert!(!r.is_error && r.capped && r.bytes <= 300, "{r:?}");
+    assert!(r.content.starts_with("1\txxx"));
     for (tool, args) in [
         (READ_FILE, json!({"path": "p.txt"})),
         (GREP, json!({"pattern": "parse", "path": null})),
