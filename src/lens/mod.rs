@@ -19,6 +19,7 @@ pub mod openai;
 pub mod parse;
 pub mod preflight;
 pub mod process;
+pub mod tools;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,0 +1,120 @@
+//! `read_file`: numbered lines of one file, a range at a time.
+
+use std::fmt::Write as _;
+use std::io::{BufReader, Cursor, Read};
+
+use super::confine::{open_file, resolve};
+use super::text::{BINARY_PROBE, Lines, is_binary, show, size};
+use super::{READ_FILE, RepoTools, ToolResult};
+
+/// Room kept under the result cap for the closing line.
+const FOOTER_ROOM: usize = 256;
+
+pub(super) fn read_file(
+    tools: &RepoTools,
+    path: &str,
+    start_line: Option<u64>,
+    end_line: Option<u64>,
+) -> ToolResult {
+    let limits = tools.limits();
+    let start = start_line.unwrap_or(1).max(1);
+    let end = end_line.unwrap_or(u64::MAX);
+    if end < start {
+        return ToolResult::error(format!(
+            "{READ_FILE}: end_line {end} is before start_line {start}"
+        ));
+    }
+    let opened =
+        resolve(tools.root(), path).and_then(|found| open_file(&found).map(|o| (found, o)));
+    let (found, (file, meta)) = match opened {
+        Ok(o) => o,
+        Err(refusal) => return ToolResult::error(format!("{READ_FILE}: {refusal}")),
+    };
+    let read_error = |e: std::io::Error| {
+        ToolResult::error(format!(
+            "{READ_FILE}: `{}` could not be read: {}",
+            found.rel,
+            e.kind()
+        ))
+    };
+    let mut head = Vec::with_capacity(BINARY_PROBE);
+    if let Err(e) = (&file).take(BINARY_PROBE as u64).read_to_end(&mut head) {
+        return read_error(e);
+    }
+    if is_binary(&head) {
+        return ToolResult::ok(
+            format!("binary file, {} bytes; not shown", meta.len()),
+            false,
+        );
+    }
+    let body = Cursor::new(head).chain(file).take(limits.read_scan_bytes);
+    let budget = limits.max_result_bytes.saturating_sub(FOOTER_ROOM);
+    // The first line asked for always fits, whatever the caps.
+    let keep = limits.read_line_bytes.min(budget / 2);
+    let mut lines = Lines::new(BufReader::new(body), keep);
+    let mut out = String::new();
+    let mut total = 0u64;
+    let mut last_shown = None;
+    let mut capped = false;
+    let mut long_lines = false;
+    let mut shown = 0usize;
+    loop {
+        let (line, cut) = match lines.next_line() {
+            Ok(Some(l)) => l,
+            Ok(None) => break,
+            Err(e) => return read_error(e),
+        };
+        total += 1;
+        if total < start || total > end || capped {
+            continue;
+        }
+        let numbered = format!("{total}\t{}\n", show(line));
+        if shown == limits.read_max_lines || out.len() + numbered.len() > budget {
+            capped = true;
+            continue;
+        }
+        out.push_str(&numbered);
+        long_lines |= cut;
+        shown += 1;
+        last_shown = Some(total);
+    }
+    // Stopped at the scan cap with the file not read to its end: the count is a floor.
+    let more = meta.len() > limits.read_scan_bytes;
+    let of = if more {
+        format!("more than {total}")
+    } else {
+        total.to_string()
+    };
+    let Some(last) = last_shown else {
+        if total == 0 && !more {
+            return ToolResult::ok(format!("[`{}` is empty]", found.rel), false);
+        }
+        if more {
+            return ToolResult::error(format!(
+                "{READ_FILE}: start_line {start} is past line {total}, as far as {READ_FILE} \
+                 reads into `{}` ({} bytes); grep it for what you need",
+                found.rel,
+                meta.len()
+            ));
+        }
+        return ToolResult::error(format!(
+            "{READ_FILE}: start_line {start} is past the end: `{}` has {of} lines",
+            found.rel
+        ));
+    };
+    let _ = write!(out, "[lines {start}-{last} of {of}");
+    if capped || (more && end > last) {
+        let _ = write!(
+            out,
+            "; cut at {} lines or {}: call {READ_FILE} with start_line {} for the rest",
+            limits.read_max_lines,
+            size(limits.max_result_bytes as u64),
+            last + 1
+        );
+    }
+    if long_lines {
+        let _ = write!(out, "; lines longer than {keep} bytes were cut");
+    }
+    out.push(']');
+    ToolResult::ok(out, capped || long_lines)
+}
