@@ -11,8 +11,9 @@ use serde_json::{Value, json};
 use super::backend::{Backend, CallEnv, Pending, Runs};
 use super::http::{self, ApiEnv, Call, CallError, EnvVars, RetryPolicy, origin_of};
 use super::preflight::{Check, PreflightEnv};
+use super::process::timed_out;
 use super::tools::{RepoTools, ToolBudget, ToolDef, ToolLimits, ToolResult, ToolSession};
-use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec, Usage};
+use super::{Answer, AuthClass, BackendKind, Failure, FailureKind, LensRequest, LensSpec, Usage};
 use crate::plan::with_repository;
 
 /// One vendor's API: where it is, how it is asked, how it answers.
@@ -221,13 +222,21 @@ pub(crate) async fn call_with<V: ApiVendor>(
     // The budget answers calls past it with "give your final answer"; a model that keeps
     // asking is then asked once without tools, so the loop always ends.
     let max_turns = max_tool_calls.saturating_add(2);
+    let deadline = tokio::time::Instant::now() + spec.timeout;
     let mut turns = 0;
     let body = loop {
         turns += 1;
         let offer = session.is_some() && turns <= max_turns;
         let tools = offer.then_some(defs.as_slice());
         let bytes = V::body(spec, model, &messages, structured, tools)?;
-        let body = match post(bytes).await {
+        // With tools, the lens's timeout bounds the whole loop, not each of its requests.
+        let sent = match session.is_some() {
+            true => tokio::time::timeout_at(deadline, post(bytes))
+                .await
+                .map_err(|_| Failure::new(FailureKind::Timeout, timed_out(spec.timeout)))?,
+            false => post(bytes).await,
+        };
+        let body = match sent {
             Ok(body) => body,
             Err(err) if structured && V::rejects_structured_output(&err) => {
                 structured = false;
