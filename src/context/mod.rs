@@ -45,6 +45,33 @@ pub enum Source {
     Checkout,
 }
 
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Tarball => "tarball",
+            Source::Checkout => "checkout",
+        }
+    }
+}
+
+/// What a review's lenses may read beyond the diff: the snapshot's root, if any, and the
+/// report of it.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    pub root: Option<Arc<Path>>,
+    pub report: ContextReport,
+}
+
+impl Context {
+    /// No snapshot, for this reason.
+    pub fn missing(why: Unavailable) -> Context {
+        Context {
+            root: None,
+            report: ContextReport::missing(why),
+        }
+    }
+}
+
 /// Entries of the archive that were not written, by kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LeftOut {
@@ -148,6 +175,14 @@ impl Snapshot {
     /// The snapshot's root, for every lens request.
     pub fn root(&self) -> Arc<Path> {
         Arc::clone(&self.root)
+    }
+
+    /// Its root and report, for the review.
+    pub fn context(&self) -> Context {
+        Context {
+            root: Some(self.root()),
+            report: self.report(),
+        }
     }
 
     /// What it holds.
