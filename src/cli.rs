@@ -12,12 +12,13 @@ use std::sync::Arc;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{self, Config};
+use crate::context::{Context, Snapshot, Unavailable};
 use crate::diff::Diff;
 use crate::evidence::Evidence;
 use crate::flow::{self, FlowCtx, Reason, ReviewRequest};
 use crate::github::{self, client::ClientLimits, model::RepoName};
 use crate::ids::PrNumber;
-use crate::lens::LensSpec;
+use crate::lens::{BackendKind, LensSpec};
 use crate::render::markdown::BodyOptions;
 use crate::render::{self, Format};
 use crate::review::notice::Notice;
@@ -72,6 +73,11 @@ struct ReviewArgs {
     /// A unified diff to review (`git diff` output), or `-` for standard input. No network.
     #[arg(long, value_name = "FILE|-", conflicts_with_all = ["pr", "repo", "post", "again"])]
     diff: Option<PathBuf>,
+
+    /// With --diff: a directory holding the diff's new side (e.g. `.`), which the lenses may
+    /// read; without it they review from the diff alone.
+    #[arg(long, value_name = "DIR", requires = "diff")]
+    checkout: Option<PathBuf>,
 
     /// A pull request on GitHub (in a workflow, read from GITHUB_EVENT_PATH when omitted).
     #[arg(long, value_name = "N")]
@@ -253,6 +259,7 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
         SubscriptionSlots::new(config.limits.subscription_concurrency),
         !args.common.no_api_fallback,
     );
+    panel.max_tool_calls = config.context.max_tool_calls;
     if let Some(dir) = &args.common.evidence {
         let evidence = Evidence::create(dir).map_err(|e| {
             CliError::Usage(format!(
@@ -269,6 +276,7 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
         Some(path) => {
             let diff = read_diff(path)?;
             let lenses = select_lenses(&config, &args.common.lenses)?;
+            let context = diff_context(args.checkout.as_deref(), &lenses)?;
             let observer = progress_observer();
             // Only the text format shows lines from the diff; the others need no copy of it.
             let keep = (args.common.format == Format::Text).then(|| diff.clone());
@@ -277,6 +285,7 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
                 None,
                 &lenses,
                 &config.review,
+                context,
                 &panel,
                 observer.as_ref(),
             ));
@@ -474,6 +483,26 @@ fn select_lenses(config: &Config, names: &[String]) -> Result<Vec<LensSpec>, Cli
         eprintln!("{}", Notice::BuiltinOnly);
     }
     Ok(selection.lenses)
+}
+
+/// What the lenses of a `--diff` review may read: the `--checkout` directory (exit 2 when it
+/// is not one), else nothing — said once when a model lens runs, never for the builtin lens.
+fn diff_context(checkout: Option<&Path>, lenses: &[LensSpec]) -> Result<Context, CliError> {
+    if let Some(dir) = checkout {
+        return Snapshot::checkout(dir)
+            .map(|snapshot| snapshot.context())
+            .map_err(|e| {
+                CliError::Usage(format!("--checkout {}: {}", dir.display(), io_reason(&e)))
+            });
+    }
+    if lenses.iter().all(|l| l.backend == BackendKind::Builtin) {
+        return Ok(Context::default());
+    }
+    let context = Context::missing(Unavailable::NoCheckout);
+    if let Some(notice) = Notice::for_context(&context.report) {
+        eprintln!("{notice}");
+    }
+    Ok(context)
 }
 
 /// Reads and parses the diff; a missing file or text that is not a diff is a usage error.

@@ -25,6 +25,8 @@ pub struct Config {
     pub limits: LimitsConfig,
     #[serde(default)]
     pub serve: ServeConfig,
+    #[serde(default)]
+    pub context: ContextConfig,
 }
 
 /// One `[[lens]]` table.
@@ -185,6 +187,73 @@ impl Default for ServeConfig {
     }
 }
 
+/// The `[context]` table: the read-only snapshot of the reviewed head that model lenses read.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ContextConfig {
+    /// Whether model lenses get a snapshot; `false` reviews from the diff alone.
+    pub enabled: bool,
+    /// Most bytes a snapshot may write; over it, the round goes on from the diff alone.
+    #[serde(deserialize_with = "max_snapshot")]
+    pub max_snapshot: u64,
+    /// Most entries a snapshot's archive may hold (files, directories and anything left out).
+    pub max_snapshot_files: u64,
+    /// Most tool calls of one lens call (API lenses' tool loop, CLI lenses' turns).
+    pub max_tool_calls: u32,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_snapshot: 500_000_000,
+            max_snapshot_files: 100_000,
+            max_tool_calls: 40,
+        }
+    }
+}
+
+/// A size in bytes: a plain integer, or a number with `B`, `KB`/`MB`/`GB` (powers of 1000) or
+/// `KiB`/`MiB`/`GiB` (powers of 1024). `None` when it is none of these or does not fit.
+pub fn parse_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let number: u64 = digits.parse().ok()?;
+    let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1000,
+        "mb" => 1000_u64.pow(2),
+        "gb" => 1000_u64.pow(3),
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        _ => return None,
+    };
+    number.checked_mul(factor)
+}
+
+/// `max_snapshot`: a size as [`parse_size`] reads it, given as a string or an integer.
+fn max_snapshot<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Bytes(u64),
+        Text(String),
+    }
+    let bad = |shown: &str| {
+        serde::de::Error::custom(format!(
+            "max_snapshot: `{shown}` is not a size like \"500MB\", \"2GiB\" or a number of bytes"
+        ))
+    };
+    match Raw::deserialize(d).map_err(|_| bad("?"))? {
+        Raw::Bytes(n) => Ok(n),
+        Raw::Text(s) => parse_size(&s).ok_or_else(|| bad(&s)),
+    }
+}
+
 /// A config that could not be used, with the file, line and key where that is known.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -312,6 +381,15 @@ impl Config {
         if self.serve.max_attempts == 0 {
             return Err(("max_attempts".into(), "must be at least 1".into()));
         }
+        if self.context.max_snapshot == 0 {
+            return Err(("max_snapshot".into(), "must be more than zero".into()));
+        }
+        if self.context.max_snapshot_files == 0 {
+            return Err(("max_snapshot_files".into(), "must be at least 1".into()));
+        }
+        if self.context.max_tool_calls == 0 {
+            return Err(("max_tool_calls".into(), "must be at least 1".into()));
+        }
         if self.limits.subscription_concurrency == 0 {
             return Err((
                 "subscription_concurrency".into(),
@@ -415,13 +493,22 @@ impl LensConfig {
     }
 }
 
-/// A repository's `.github/reviewbot.toml`: the `[review]` table alone. It can never define a
-/// lens, a binary or a URL — those are the operator's.
+/// A repository's `.github/reviewbot.toml`: the `[review]` table, and `[context] enabled`. It
+/// can never define a lens, a binary or a URL, nor raise a cap — those are the operator's.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RepoConfig {
     #[serde(default)]
     review: Option<toml::Table>,
+    #[serde(default)]
+    context: Option<RepoContext>,
+}
+
+/// The one `[context]` key a repository may set.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RepoContext {
+    enabled: Option<bool>,
 }
 
 impl Config {
@@ -482,6 +569,24 @@ impl Config {
 struct RepoReviewOnly {
     #[serde(default)]
     review: ReviewConfig,
+    /// Checked by [`RepoConfig`]; read by [`Config::context_for_repo`].
+    #[serde(default, rename = "context")]
+    _context: Option<toml::Table>,
+}
+
+impl Config {
+    /// Whether lenses get a snapshot in one repository: the operator's `[context] enabled`,
+    /// unless the repository's own file turns it off (it cannot turn on what the operator
+    /// turned off). `path` names the file in errors.
+    pub fn context_for_repo(&self, text: &str, path: &Path) -> Result<bool, ConfigError> {
+        let repo: RepoConfig = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+            path: path.to_owned(),
+            line: e.span().map(|s| line_of(text, s.start)),
+            message: e.message().trim().to_owned(),
+        })?;
+        let repo_enabled = repo.context.and_then(|c| c.enabled).unwrap_or(true);
+        Ok(self.context.enabled && repo_enabled)
+    }
 }
 
 /// Lenses that work with no config: `builtin`, `claude` and `codex` (their CLIs' default models).
@@ -678,6 +783,99 @@ workers = 4
             .to_string();
         assert!(e.contains("line 2") && e.contains("max_coments"), "{e}");
         assert_eq!(op.review_for_repo("", repo).unwrap().max_comments, 10);
+    }
+
+    #[test]
+    fn context_defaults_and_sizes() {
+        let c = parse("").unwrap();
+        assert!(c.context.enabled);
+        assert_eq!(c.context.max_snapshot, 500_000_000);
+        assert_eq!(c.context.max_snapshot_files, 100_000);
+        assert_eq!(c.context.max_tool_calls, 40);
+        let c = parse(
+            "[context]\nenabled = false\nmax_snapshot = \"2GiB\"\nmax_snapshot_files = 10\nmax_tool_calls = 5\n",
+        )
+        .unwrap();
+        assert!(!c.context.enabled);
+        assert_eq!(c.context.max_snapshot, 2 << 30);
+        assert_eq!(c.context.max_snapshot_files, 10);
+        assert_eq!(c.context.max_tool_calls, 5);
+        assert_eq!(
+            parse("[context]\nmax_snapshot = 1234\n")
+                .unwrap()
+                .context
+                .max_snapshot,
+            1234
+        );
+        for (text, bytes) in [
+            ("500MB", 500_000_000),
+            ("500 MB", 500_000_000),
+            ("1KB", 1000),
+            ("1kib", 1024),
+            ("3MiB", 3 << 20),
+            ("1GB", 1_000_000_000),
+            ("7", 7),
+            ("7B", 7),
+        ] {
+            assert_eq!(parse_size(text), Some(bytes), "{text}");
+        }
+        for bad in ["", "MB", "1.5GB", "-1MB", "10 apples", "99999999999GiB"] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn bad_context_values_name_the_key() {
+        let e = parse("[context]\nmax_snapshot = \"lots\"\n").unwrap_err();
+        assert!(
+            e.contains("line 2") && e.contains("max_snapshot") && e.contains("`lots`"),
+            "{e}"
+        );
+        let e = parse("[context]\nmax_snapshot = 0\n").unwrap_err();
+        assert!(e.contains("line 2") && e.contains("max_snapshot"), "{e}");
+        let e = parse("[context]\n\nmax_snapshot_files = 0\n").unwrap_err();
+        assert!(
+            e.contains("line 3") && e.contains("max_snapshot_files"),
+            "{e}"
+        );
+        let e = parse("[context]\nmax_tool_calls = 0\n").unwrap_err();
+        assert!(e.contains("max_tool_calls"), "{e}");
+        let e = parse("[context]\nenable = false\n").unwrap_err();
+        assert!(
+            e.contains("line 2") && e.contains("unknown field `enable`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_repository_may_turn_the_snapshot_off_and_nothing_else() {
+        let op = parse("").unwrap();
+        let repo = Path::new(".github/reviewbot.toml");
+        assert!(op.context_for_repo("", repo).unwrap());
+        assert!(
+            op.context_for_repo("[review]\nmax_comments = 3\n", repo)
+                .unwrap()
+        );
+        let off = "[review]\nmax_comments = 3\n[context]\nenabled = false\n";
+        assert!(!op.context_for_repo(off, repo).unwrap());
+        assert_eq!(op.review_for_repo(off, repo).unwrap().max_comments, 3);
+        for key in [
+            "max_snapshot = \"9GB\"",
+            "max_snapshot_files = 1",
+            "max_tool_calls = 99",
+        ] {
+            let text = format!("[context]\n{key}\n");
+            let e = op.review_for_repo(&text, repo).unwrap_err().to_string();
+            assert!(e.contains("line 2") && e.contains("unknown field"), "{e}");
+            assert!(op.context_for_repo(&text, repo).is_err());
+        }
+        // What the operator turned off stays off.
+        let op_off = parse("[context]\nenabled = false\n").unwrap();
+        assert!(
+            !op_off
+                .context_for_repo("[context]\nenabled = true\n", repo)
+                .unwrap()
+        );
     }
 
     #[test]

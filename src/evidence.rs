@@ -46,6 +46,15 @@ pub enum Record<'a> {
         title: &'a str,
         reason: &'a str,
     },
+    /// The round's repository snapshot: where it came from and what it holds, or why there
+    /// is none (`note`).
+    Context {
+        source: Option<&'a str>,
+        files: u64,
+        bytes: u64,
+        left_out: u64,
+        note: Option<&'a str>,
+    },
     /// What the merge did with one output finding: which lens findings it combined, and any
     /// change of severity with the reason.
     Merge {

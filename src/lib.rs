@@ -15,6 +15,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod context;
 pub mod credentials;
 pub mod diff;
 pub mod doctor;

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use crate::config::ReviewConfig;
+use crate::context::{self, Extraction, Snapshot, Unavailable};
 use crate::diff::Diff;
 use crate::flow::{FlowCtx, FlowError};
 use crate::github::client::GithubError;
@@ -15,26 +16,76 @@ use crate::review::scope::diff_of;
 /// Where the repository's own settings live, read from the PR's base branch.
 pub const REPO_CONFIG_PATH: &str = ".github/reviewbot.toml";
 
-/// The PR, and the `[review]` settings that apply to it: the operator's, overlaid with the
-/// repository's own file on the base branch.
+/// The settings that apply to one PR: the operator's, overlaid with the repository's own file
+/// on the base branch.
+pub(super) struct Settings {
+    pub review: ReviewConfig,
+    /// Whether lenses get a snapshot (`[context] enabled`, the operator's and the repository's).
+    pub snapshot: bool,
+}
+
+/// The PR, and the settings that apply to it.
 pub(super) async fn pull_and_settings(
     ctx: &FlowCtx<'_>,
     repo: &RepoName,
     pr: PrNumber,
-) -> Result<(PullRequest, ReviewConfig), FlowError> {
+) -> Result<(PullRequest, Settings), FlowError> {
     let pull = ctx.github.pull_request(repo, pr).await?;
     let text = ctx
         .github
         .file_at_ref(repo, REPO_CONFIG_PATH, &pull.base_ref)
         .await?;
-    let review = match &text {
-        Some(text) => ctx
-            .config
-            .review_for_repo(text, Path::new(REPO_CONFIG_PATH))
-            .map_err(FlowError::RepoConfig)?,
-        None => ctx.config.review.clone(),
+    let settings = match &text {
+        Some(text) => {
+            let path = Path::new(REPO_CONFIG_PATH);
+            Settings {
+                review: ctx
+                    .config
+                    .review_for_repo(text, path)
+                    .map_err(FlowError::RepoConfig)?,
+                snapshot: ctx
+                    .config
+                    .context_for_repo(text, path)
+                    .map_err(FlowError::RepoConfig)?,
+            }
+        }
+        None => Settings {
+            review: ctx.config.review.clone(),
+            snapshot: ctx.config.context.enabled,
+        },
     };
-    Ok((pull, review))
+    Ok((pull, settings))
+}
+
+/// The round's snapshot of the repository at `head`: GitHub's archive, extracted as it
+/// downloads. Never an error: without a snapshot the round goes on from the diff alone, and
+/// the report says why.
+pub(super) async fn snapshot(
+    ctx: &FlowCtx<'_>,
+    repo: &RepoName,
+    head: &HeadSha,
+) -> Result<Snapshot, Unavailable> {
+    let refused = |e: GithubError| match e {
+        GithubError::NotFound { .. }
+        | GithubError::Forbidden { .. }
+        | GithubError::Unauthorized { .. } => Unavailable::Refused(e.to_string()),
+        e => Unavailable::Download(e.to_string()),
+    };
+    let mut body = ctx.github.tarball(repo, head).await.map_err(refused)?;
+    let mut extraction = Extraction::start(context::caps(&ctx.config.context))?;
+    loop {
+        match body.chunk().await {
+            Ok(Some(chunk)) => {
+                if !extraction.push(chunk).await {
+                    // The extraction stopped (a cap, a broken archive): its reason follows.
+                    break;
+                }
+            }
+            Ok(None) => break,
+            Err(e) => return Err(extraction.abandon(refused(e)).await),
+        }
+    }
+    extraction.finish().await
 }
 
 /// What `user` may do in `repo` (a user GitHub does not know has no permission).

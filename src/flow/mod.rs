@@ -10,7 +10,8 @@
 //! Requests for a first round of an F-file PR: the PR, the base branch's config, ⌈F/100⌉ file
 //! pages, the identity (unless `bot_login` is set), the reviews, the label re-check and the
 //! POST. A later round adds the thread comments and the compare call; a command adds the
-//! commenter's permission.
+//! commenter's permission. A round with a model lens adds the repository's archive: the API's
+//! redirect and the download from the host it points to.
 
 mod gather;
 mod post;
@@ -21,11 +22,12 @@ pub use gather::REPO_CONFIG_PATH;
 pub use request::{Reason, ReviewRequest};
 
 use crate::config::{Config, ConfigError, PostMode, ReviewConfig};
+use crate::context::{Context, Unavailable};
 use crate::diff::{Diff, ParseError};
 use crate::evidence::Record;
 use crate::github::client::{GithubClient, GithubError};
 use crate::ids::{HeadSha, LensName};
-use crate::lens::{LensSpec, PrInfo};
+use crate::lens::{BackendKind, LensSpec, PrInfo};
 use crate::review::gate::{self, SkipReason};
 use crate::review::notice::Notice;
 use crate::review::panel::{Panel, PanelObserver};
@@ -101,13 +103,13 @@ impl FlowError {
 
 /// Reviews one pull request and, when asked, posts the round.
 pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOutcome, FlowError> {
-    let (pull, review) = gather::pull_and_settings(ctx, &req.repo, req.pr).await?;
+    let (pull, settings) = gather::pull_and_settings(ctx, &req.repo, req.pr).await?;
     let head = pull.head.clone();
     let mut out = FlowOutcome {
         reports: Vec::new(),
         diff: Diff::default(),
         notices: Vec::new(),
-        review,
+        review: settings.review,
         head: head.clone(),
     };
     if let Some(asked) = req.head.as_ref().filter(|asked| **asked != head) {
@@ -239,16 +241,36 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
         _ => (diff.clone(), None),
     };
 
+    // One snapshot for the round, shared by every lens and call; none when only the builtin
+    // lens runs (it reads the diff alone).
+    let wants_snapshot = run_lenses.iter().any(|l| l.backend != BackendKind::Builtin);
+    let snapshot = match (wants_snapshot, settings.snapshot) {
+        (false, _) => Ok(None),
+        (true, false) => Err(Unavailable::Disabled),
+        (true, true) => gather::snapshot(ctx, &req.repo, &head).await.map(Some),
+    };
+    let context = match &snapshot {
+        Ok(Some(snapshot)) => snapshot.context(),
+        Ok(None) => Context::default(),
+        Err(why) => Context::missing(why.clone()),
+    };
+    out.notices.extend(Notice::for_context(&context.report));
     let reviewed = pipeline::review_with(
         scoped,
         Some(&diff),
         Some(pr_info),
         &run_lenses,
         &out.review,
+        context,
         ctx.panel,
         ctx.observer,
     )
     .await;
+    // The lenses are done with it; dropping it on an early return removes it too.
+    if let Ok(Some(snapshot)) = snapshot {
+        snapshot.remove().await;
+    }
+    let context = reviewed.report.context.clone();
     let mut not_reviewed = reviewed.report.not_reviewed.clone();
     not_reviewed.extend(no_patch.iter().map(|p| NotReviewed {
         path: p.clone(),
@@ -286,6 +308,7 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
             lenses: provenance,
             not_reviewed: not_reviewed.clone(),
             scope: scope.clone(),
+            context: context.clone(),
             ..Report::empty()
         };
         if req.post && !report.all_lenses_failed() {

@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::context::Source;
 use crate::diff::Side;
 use crate::ids::{HeadSha, LensName};
 use crate::lens::Provenance;
@@ -22,6 +23,17 @@ struct Document<'a> {
     not_reviewed: &'a [NotReviewed],
     carried_over: &'a [Carried],
     scope: Option<String>,
+    context: ContextOut,
+}
+
+/// What the lenses could read beyond the diff (`docs/contract.md` "Repository context").
+#[derive(Serialize)]
+struct ContextOut {
+    source: Option<Source>,
+    files: u64,
+    bytes: u64,
+    left_out: u64,
+    note: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -76,6 +88,13 @@ pub fn render(report: &Report) -> String {
         not_reviewed: &report.not_reviewed,
         carried_over: &report.carried_over,
         scope: report.scope.as_ref().map(ToString::to_string),
+        context: ContextOut {
+            source: report.context.source,
+            files: report.context.files,
+            bytes: report.context.bytes,
+            left_out: report.context.left_out.total(),
+            note: crate::render::notice::context_note(&report.context).map(|n| clean(&n)),
+        },
     };
     // Serialising plain data with string keys cannot fail.
     let mut out = serde_json::to_string_pretty(&doc).unwrap_or_default();

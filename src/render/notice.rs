@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use crate::context::{ContextReport, LeftOut, Unavailable};
 use crate::github::model::Permission;
 use crate::render::NOTICE_BUILTIN_ONLY;
 use crate::review::gate::SkipReason;
@@ -69,8 +70,108 @@ impl fmt::Display for Notice {
             Notice::LabelNotRemoved { label, error } => {
                 write!(f, "warning: could not remove the `{label}` label: {error}")
             }
+            Notice::DiffAlone { why } => {
+                write!(f, "notice: the lenses review from the diff alone: {why}")
+            }
+            Notice::LeftOut(left_out) => {
+                write!(f, "notice: the snapshot {}", left_out_text(left_out))
+            }
         }
     }
+}
+
+/// Why there is no snapshot, after "review from the diff alone: ".
+impl fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unavailable::Disabled => {
+                f.write_str("the snapshot is turned off ([context] enabled = false)")
+            }
+            Unavailable::NoCheckout => f.write_str(
+                "no snapshot of the repository (give --checkout DIR, a directory holding the \
+                 diff's new side, to let them read more)",
+            ),
+            Unavailable::Refused(error) => {
+                write!(f, "GitHub refused the repository's archive: {error}")
+            }
+            Unavailable::Download(error) => {
+                write!(
+                    f,
+                    "the repository's archive could not be downloaded: {error}"
+                )
+            }
+            Unavailable::OverBytes { max } => write!(
+                f,
+                "the repository's files are larger than max_snapshot = {}",
+                size(*max)
+            ),
+            Unavailable::OverFiles { max } => write!(
+                f,
+                "the repository's archive holds more than max_snapshot_files = {max} entries"
+            ),
+            Unavailable::Corrupt(error) => {
+                write!(f, "the repository's archive could not be read: {error}")
+            }
+            Unavailable::Disk(error) => write!(f, "the snapshot could not be written: {error}"),
+        }
+    }
+}
+
+/// "leaves out 3 entries of the archive: 2 links, 1 special file".
+fn left_out_text(left_out: &LeftOut) -> String {
+    let kinds: Vec<String> = [
+        (
+            left_out.links,
+            "symbolic or hard link",
+            "symbolic or hard links",
+        ),
+        (left_out.special, "special file", "special files"),
+        (
+            left_out.refused,
+            "entry with an unsafe or taken name",
+            "entries with unsafe or taken names",
+        ),
+    ]
+    .into_iter()
+    .filter(|(n, _, _)| *n > 0)
+    .map(|(n, one, many)| format!("{n} {}", if n == 1 { one } else { many }))
+    .collect();
+    let total = left_out.total();
+    format!(
+        "leaves out {total} {} of the archive: {}",
+        if total == 1 { "entry" } else { "entries" },
+        kinds.join(", ")
+    )
+}
+
+/// The JSON `context.note`: why there is no snapshot, or what it left out.
+pub fn context_note(report: &ContextReport) -> Option<String> {
+    match &report.missing {
+        Some(why) => Some(format!("the lenses reviewed from the diff alone: {why}")),
+        None if report.left_out.total() > 0 => {
+            Some(format!("the snapshot {}", left_out_text(&report.left_out)))
+        }
+        None => None,
+    }
+}
+
+/// A byte count in the unit it was most likely written in ("500MB", "2GiB"), else bytes.
+fn size(bytes: u64) -> String {
+    let units: [(u64, &str); 6] = [
+        (1 << 30, "GiB"),
+        (1_000_000_000, "GB"),
+        (1 << 20, "MiB"),
+        (1_000_000, "MB"),
+        (1 << 10, "KiB"),
+        (1000, "KB"),
+    ];
+    units
+        .iter()
+        .find(|(unit, _)| bytes >= *unit && bytes.is_multiple_of(*unit))
+        .map_or_else(
+            || format!("{bytes} bytes"),
+            |(unit, name)| format!("{}{name}", bytes / unit),
+        )
 }
 
 /// Why a PR gets no round, after "not reviewing o/r#7: ".
@@ -131,6 +232,7 @@ impl fmt::Display for Scope {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::{ContextReport, LeftOut, Unavailable};
     use crate::github::model::RepoName;
     use crate::ids::{HeadSha, LensName, PrNumber};
 
@@ -187,10 +289,86 @@ mod tests {
                 label: "reviewbot:review".into(),
                 error: "boom".into(),
             },
+            Notice::DiffAlone {
+                why: Unavailable::NoCheckout,
+            },
+            Notice::DiffAlone {
+                why: Unavailable::Refused(
+                    "downloading the archive of octo/app at 1a2b3c4d was not found (404): Not Found."
+                        .into(),
+                ),
+            },
+            Notice::DiffAlone {
+                why: Unavailable::Download(
+                    "GitHub is unreachable: downloading the archive: HTTP 502 (after 3 attempts)"
+                        .into(),
+                ),
+            },
+            Notice::DiffAlone {
+                why: Unavailable::OverBytes { max: 500_000_000 },
+            },
+            Notice::DiffAlone {
+                why: Unavailable::OverFiles { max: 100_000 },
+            },
+            Notice::DiffAlone {
+                why: Unavailable::Corrupt("invalid gzip header".into()),
+            },
+            Notice::DiffAlone {
+                why: Unavailable::Disk("No space left on device (os error 28)".into()),
+            },
+            Notice::LeftOut(LeftOut {
+                links: 2,
+                special: 1,
+                refused: 0,
+            }),
+            Notice::LeftOut(LeftOut {
+                links: 0,
+                special: 0,
+                refused: 1,
+            }),
         ];
         let text: Vec<String> = notices.iter().map(ToString::to_string).collect();
         assert!(text.iter().all(|t| !t.contains('\n')));
         insta::assert_snapshot!(text.join("\n"));
+    }
+
+    #[test]
+    fn context_notes() {
+        let report = |missing, left_out| ContextReport {
+            missing,
+            left_out,
+            ..ContextReport::default()
+        };
+        let notes: Vec<String> = [
+            report(None, LeftOut::default()),
+            report(Some(Unavailable::Disabled), LeftOut::default()),
+            report(
+                Some(Unavailable::OverBytes { max: 2 << 30 }),
+                LeftOut::default(),
+            ),
+            report(
+                Some(Unavailable::OverBytes { max: 1234 }),
+                LeftOut::default(),
+            ),
+            report(
+                None,
+                LeftOut {
+                    links: 1,
+                    special: 2,
+                    refused: 3,
+                },
+            ),
+        ]
+        .iter()
+        .map(|r| context_note(r).unwrap_or_else(|| "null".into()))
+        .collect();
+        insta::assert_snapshot!(notes.join("\n"));
+        // A snapshot turned off on purpose is said in the JSON, never on stderr.
+        assert_eq!(
+            Notice::for_context(&report(Some(Unavailable::Disabled), LeftOut::default())),
+            None
+        );
+        assert_eq!(Notice::for_context(&ContextReport::default()), None);
     }
 
     #[test]

@@ -75,6 +75,8 @@ pub struct Report {
     /// The verdict when it is not this report's own findings: the earlier round's on a head
     /// already reviewed (so a re-run keeps the exit status), or the sum of combined reviews.
     pub held_verdict: Option<Verdict>,
+    /// The repository snapshot the lenses read, or why they had none.
+    pub context: crate::context::ContextReport,
 }
 
 impl Report {
@@ -92,6 +94,7 @@ impl Report {
             carried_over: Vec::new(),
             scope: None,
             held_verdict: None,
+            context: crate::context::ContextReport::default(),
         }
     }
 
@@ -133,6 +136,10 @@ impl Report {
                 }
             }
             all.scope = all.scope.or(r.scope);
+            // Every review of a round shares its one snapshot.
+            if all.context == crate::context::ContextReport::default() {
+                all.context = r.context;
+            }
         }
         all.held_verdict = Some(verdict);
         all

@@ -1,6 +1,7 @@
 //! What the review flow tells whoever started it, as data: the CLI prints each notice on
 //! stderr, the App's worker logs and stores it. The words are in `render::notice`.
 
+use crate::context::{ContextReport, LeftOut, Unavailable};
 use crate::github::model::RepoName;
 use crate::ids::{HeadSha, LensName, PrNumber};
 use crate::review::gate::SkipReason;
@@ -39,4 +40,21 @@ pub enum Notice {
     PostForbidden { error: String },
     /// The trigger `label` could not be taken off after the round (`error`).
     LabelNotRemoved { label: String, error: String },
+    /// The lenses have no snapshot of the repository, and why: they review from the diff alone.
+    DiffAlone { why: Unavailable },
+    /// The snapshot leaves out these entries of the archive.
+    LeftOut(LeftOut),
+}
+
+impl Notice {
+    /// What to say about a round's snapshot: why there is none, or what it left out. Quiet
+    /// when no lens wanted one, and when the snapshot was turned off on purpose.
+    pub fn for_context(report: &ContextReport) -> Option<Notice> {
+        match &report.missing {
+            Some(Unavailable::Disabled) => None,
+            Some(why) => Some(Notice::DiffAlone { why: why.clone() }),
+            None if report.left_out.total() > 0 => Some(Notice::LeftOut(report.left_out)),
+            None => None,
+        }
+    }
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::config::ReviewConfig;
+use crate::context::{Context, ContextReport, Source};
 use crate::diff::Diff;
 use crate::evidence::{MergeMember, Record};
 use crate::ids::LensName;
@@ -15,16 +16,18 @@ use crate::review::merge::{merge, merge_explained};
 use crate::review::panel::{Panel, PanelInput, PanelObserver};
 use crate::review::{Confidence, NotReviewed, NotReviewedReason, Report, Severity};
 
-/// Reviews `diff` with `lenses` and returns the merged report (not posted anywhere).
+/// Reviews `diff` with `lenses`, which may read `context`, and returns the merged report (not
+/// posted anywhere).
 pub async fn review(
     diff: Diff,
     pr: Option<PrInfo>,
     lenses: &[LensSpec],
     config: &ReviewConfig,
+    context: Context,
     panel: &Panel,
     observer: &dyn PanelObserver,
 ) -> Report {
-    review_with(diff, None, pr, lenses, config, panel, observer)
+    review_with(diff, None, pr, lenses, config, context, panel, observer)
         .await
         .report
 }
@@ -68,16 +71,22 @@ impl Reviewed {
 
 /// Reviews `diff` — possibly only part of a PR, such as the interdiff of a later round — and
 /// places each finding on `anchors` (the whole PR diff) when given, so a finding outside the
-/// part reviewed but on the PR's diff can still be a line comment.
+/// part reviewed but on the PR's diff can still be a line comment. Every lens request carries
+/// `context`'s snapshot root, when there is one.
+#[allow(clippy::too_many_arguments)]
 pub async fn review_with(
     diff: Diff,
     anchors: Option<&Diff>,
     pr: Option<PrInfo>,
     lenses: &[LensSpec],
     config: &ReviewConfig,
+    context: Context,
     panel: &Panel,
     observer: &dyn PanelObserver,
 ) -> Reviewed {
+    if let Some(ev) = &panel.evidence {
+        record_context(ev, &context.report);
+    }
     let (diff, mut not_reviewed) = gate(diff, config);
     // Before any prompt is built or anything printed: what the builtin lens would call a
     // secret is masked on every channel, whichever lenses run.
@@ -109,7 +118,7 @@ pub async fn review_with(
                     prompt: c.prompt,
                     diff: Arc::new(c.diff),
                     pr: pr.clone(),
-                    checkout: None,
+                    checkout: context.root.clone(),
                 })
             })
             .collect()
@@ -149,12 +158,25 @@ pub async fn review_with(
         findings: merged,
         lenses: provenance,
         not_reviewed,
+        context: context.report,
         ..Report::empty()
     };
     Reviewed {
         report,
         located: findings,
     }
+}
+
+/// Evidence of the round's snapshot: where it came from and what it holds, or why there is none.
+fn record_context(ev: &crate::evidence::Evidence, report: &ContextReport) {
+    let note = crate::render::notice::context_note(report);
+    ev.record(&Record::Context {
+        source: report.source.map(Source::as_str),
+        files: report.files,
+        bytes: report.bytes,
+        left_out: report.left_out.total(),
+        note: note.as_deref(),
+    });
 }
 
 /// Evidence of the merge: for each output finding, the lens findings it combined and why its

@@ -38,6 +38,7 @@ impl FlowRunner {
     ) -> Self {
         let slots = SubscriptionSlots::new(config.limits.subscription_concurrency);
         let mut panel = Panel::from_env(slots.clone(), true);
+        panel.max_tool_calls = config.context.max_tool_calls;
         // The billing warning and other panel notices go to the log, not a terminal.
         panel.notices = Arc::new(|line: &str| tracing::warn!("{line}"));
         Self {

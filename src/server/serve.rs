@@ -68,6 +68,13 @@ impl ServeEnv {
 
 /// Runs the App until SIGTERM or SIGINT.
 pub async fn serve(config: Config, env: ServeEnv) -> anyhow::Result<()> {
+    // Snapshots a crash or a kill left behind; a live process's stay.
+    match tokio::task::spawn_blocking(crate::context::sweep).await {
+        Ok(Ok(0)) => {}
+        Ok(Ok(removed)) => tracing::info!(removed, "removed leftover repository snapshots"),
+        Ok(Err(e)) => tracing::warn!(error = %e, "could not sweep leftover repository snapshots"),
+        Err(e) => tracing::warn!(error = %e, "the snapshot sweep failed"),
+    }
     let store = Store::connect(&env.database_url)
         .await?
         .with_max_attempts(config.serve.max_attempts);

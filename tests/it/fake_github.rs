@@ -23,6 +23,7 @@ use sha2::{Digest, Sha256};
 mod app;
 #[path = "../support/app_keys.rs"]
 mod app_keys;
+mod archive;
 mod hunks;
 mod json;
 mod server;
@@ -31,6 +32,7 @@ mod world;
 
 pub use app::Minted;
 pub use app_keys::{KeyForm, test_key};
+pub use archive::TreeEntry;
 use world::{Pr, Repo, World};
 
 /// What a token is, and so what it may do and who it acts as.
@@ -267,14 +269,21 @@ pub struct FakeGithub {
 }
 
 impl FakeGithub {
-    /// Starts the fake on 127.0.0.1 (a free port), on its own thread and tokio runtime.
+    /// Starts the fake on 127.0.0.1 (a free port), on its own thread and tokio runtime, and
+    /// its archive host (codeload) on another loopback address, 127.0.0.2 (or, where that
+    /// cannot be bound, another port of 127.0.0.1: another origin all the same).
     pub fn start() -> FakeGithub {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind fake github");
-        listener
-            .set_nonblocking(true)
-            .expect("nonblocking listener");
+        let codeload = std::net::TcpListener::bind("127.0.0.2:0")
+            .or_else(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind fake codeload");
+        for l in [&listener, &codeload] {
+            l.set_nonblocking(true).expect("nonblocking listener");
+        }
         let url = format!("http://{}", listener.local_addr().expect("local addr"));
-        let world = Arc::new(Mutex::new(World::new(&url)));
+        let mut state = World::new(&url);
+        state.codeload = format!("http://{}", codeload.local_addr().expect("local addr"));
+        let world = Arc::new(Mutex::new(state));
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let app = server::router(world.clone());
         std::thread::Builder::new()
@@ -285,12 +294,19 @@ impl FakeGithub {
                     .build()
                     .expect("fake github runtime");
                 rt.block_on(async move {
-                    let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-                    let _ = axum::serve(listener, app)
-                        .with_graceful_shutdown(async {
-                            let _ = rx.await;
-                        })
-                        .await;
+                    let stop = tokio_util::sync::CancellationToken::new();
+                    let serve = |l: std::net::TcpListener| {
+                        let listener = tokio::net::TcpListener::from_std(l).expect("listener");
+                        let stop = stop.clone();
+                        axum::serve(listener, app.clone())
+                            .with_graceful_shutdown(async move { stop.cancelled().await })
+                            .into_future()
+                    };
+                    let api = tokio::spawn(serve(listener));
+                    let archive = tokio::spawn(serve(codeload));
+                    let _ = rx.await;
+                    stop.cancel();
+                    let _ = tokio::join!(api, archive);
                 });
             })
             .expect("spawn fake github thread");
@@ -451,6 +467,34 @@ impl FakeGithub {
     pub fn fail_next(&self, route: impl Into<Route>, fault: Fault, times: u32) -> &Self {
         self.world().faults.push((route.into(), fault, times));
         self
+    }
+
+    /// Sets the tree the archive of `sha` holds (default: the new side of the files of the PR
+    /// head with that SHA).
+    pub fn set_tree(&self, repo: &str, sha: &str, tree: Vec<TreeEntry>) -> &Self {
+        let mut w = self.world();
+        w.repo_mut_or_new(repo).trees.insert(sha.to_owned(), tree);
+        self
+    }
+
+    /// The archive host's base URL.
+    pub fn codeload_url(&self) -> String {
+        self.world().codeload.clone()
+    }
+
+    /// Requests for archives: the API's redirects (`GET /repos/{o}/{r}/tarball/…`) and the
+    /// downloads from the archive host.
+    pub fn archive_requests(&self, repo: &str) -> (usize, usize) {
+        let (owner, name) = repo.split_once('/').expect("owner/name");
+        (
+            self.count("GET", &format!("/repos/{repo}/tarball/")),
+            self.count("GET", &format!("/{owner}/{name}/legacy.tar.gz/")),
+        )
+    }
+
+    /// Requests to the archive host that carried `Authorization` (each refused).
+    pub fn codeload_authorized(&self) -> usize {
+        self.world().codeload_authorized
     }
 
     /// Every request so far, in arrival order.

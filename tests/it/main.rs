@@ -11,4 +11,5 @@ mod intake;
 mod log_capture;
 mod pr;
 mod serve;
+mod snapshot;
 mod store;

@@ -561,6 +561,17 @@ async fn lens_started(site: &Site, serve: &Serve) {
     .await;
 }
 
+/// A site whose one worker runs a lens that takes 3 s, with a short lease.
+fn slow_single_worker() -> Site {
+    let site = Site::new("");
+    let config = format!(
+        "{}\n[serve]\nworkers = 1\nlease = \"2s\"\n",
+        slow_lens(&site, 3)
+    );
+    site.set_config(&config);
+    site
+}
+
 fn runs(site: &Site) -> usize {
     std::fs::read_to_string(site.path("started"))
         .map(|s| s.lines().count())
@@ -570,12 +581,7 @@ fn runs(site: &Site) -> usize {
 #[tokio::test(flavor = "multi_thread")]
 async fn sigkill_while_a_lens_is_slow_then_a_restart_posts_exactly_once() {
     let fake = world();
-    let site = Site::new("");
-    let config = format!(
-        "{}\n[serve]\nworkers = 1\nlease = \"2s\"\n",
-        slow_lens(&site, 3)
-    );
-    site.set_config(&config);
+    let site = slow_single_worker();
     let mut serve = Serve::start(&site, &fake);
     let opened = payload("pull_request", "opened.payload.json", &sha("head"));
     assert_eq!(
@@ -874,4 +880,49 @@ async fn an_installation_token_revoked_while_a_lens_runs_is_minted_again_and_pos
         .collect();
     assert_eq!(posts.len(), 1);
     assert_eq!(posts[0].token.as_deref(), Some(minted[1].token.as_str()));
+}
+
+/// The snapshot directories below `tmp` (serve's `TMPDIR`), of every process.
+fn snapshots(tmp: &std::path::Path) -> Vec<PathBuf> {
+    std::fs::read_dir(tmp)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .flat_map(|parent| std::fs::read_dir(parent.path()).into_iter().flatten())
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_snapshot_a_kill_left_behind_is_swept_at_the_next_start() {
+    let fake = world();
+    let site = slow_single_worker();
+    let tmp = site.path("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let env = [
+        ("REVIEWBOT_WEBHOOK_SECRET", SECRET),
+        ("TMPDIR", tmp.to_str().unwrap()),
+    ];
+    let mut serve = Serve::start_with(&site, &fake, &env);
+    let opened = payload("pull_request", "opened.payload.json", &sha("head"));
+    assert_eq!(
+        deliver(&serve, "pull_request", "s-1", &opened, SECRET).await,
+        202
+    );
+    lens_started(&site, &serve).await;
+    // The round's snapshot, with the PR's file, while its lens runs.
+    let left = snapshots(&tmp);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].join("app/work.py").is_file(), "{left:?}");
+    serve.signal_and_wait(nix::sys::signal::Signal::SIGKILL, Duration::from_secs(5));
+    assert!(left[0].exists(), "a kill leaves it behind");
+
+    // The next start removes it before it listens, then the round runs again and cleans up.
+    let serve = Serve::start_with(&site, &fake, &env);
+    assert!(!left[0].exists(), "swept at start:\n{}", serve.log());
+    reviews_reach(&fake, PR, 1, &serve).await;
+    settled(&site, &serve).await;
+    assert!(snapshots(&tmp).is_empty(), "{:?}", snapshots(&tmp));
+    assert_eq!(fake.archive_requests(REPO), (2, 2));
 }

@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use percent_encoding::percent_decode_str;
 use serde_json::Value;
 
+use super::archive;
 use super::hunks::{self, Side};
 use super::world::{Pr, Repo, World};
 use super::{Fault, FileSpec, RequestRecord, TokenKind, json, lock};
@@ -275,6 +276,10 @@ fn take_fault(w: &mut World, method: &str, path: &str) -> Option<Fault> {
 fn dispatch(world: &Shared, ctx: &Ctx) -> Response {
     let mut w = lock(world);
     let segments: Vec<&str> = ctx.path.trim_start_matches('/').split('/').collect();
+    // The archive host authorises by the URL's own token, never a header.
+    if let ("GET", [o, r, "legacy.tar.gz", sha]) = (ctx.method.as_str(), segments.as_slice()) {
+        return codeload(&mut w, ctx, o, r, sha);
+    }
     // The App's own routes authenticate with its JWT, not a token.
     if let Some((status, body)) =
         super::app::route(&mut w, &ctx.method, &segments, ctx.token.as_deref())
@@ -312,10 +317,64 @@ fn dispatch(world: &Shared, ctx: &Ctx) -> Response {
         ("GET", ["repos", o, r, "collaborators", user, "permission"]) => {
             get_permission(&w, o, r, user)
         }
+        ("GET", ["repos", o, r, "tarball", sha]) => get_tarball(&mut w, o, r, sha),
         _ => {
             w.unexpected.push(ctx.log_index);
             json_response(404, &json::error(404, "Not Found"))
         }
+    }
+}
+
+/// `GET /repos/{o}/{r}/tarball/{sha}`: 302 to a one-time URL on the archive host.
+fn get_tarball(w: &mut World, o: &str, r: &str, sha: &str) -> Response {
+    let repo_key = key(o, r);
+    if archive::tree(w, &repo_key, sha).is_none() {
+        return not_found();
+    }
+    let token = format!("CL{}", w.next_id());
+    w.codeload_tokens.insert(token.clone());
+    let Some(repo) = w.repos.get(&repo_key) else {
+        return not_found();
+    };
+    let location = format!(
+        "{}/{}/{}/legacy.tar.gz/{sha}?token={token}",
+        w.codeload, repo.owner, repo.name
+    );
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = StatusCode::FOUND;
+    set_header(&mut response, "location", &location);
+    response
+}
+
+/// The archive host: the tar.gz of `sha`, for a request with a token the API handed out, sent
+/// to this host, without `Authorization`.
+fn codeload(w: &mut World, ctx: &Ctx, o: &str, r: &str, sha: &str) -> Response {
+    if ctx.headers.contains_key(header::AUTHORIZATION) {
+        w.codeload_authorized += 1;
+        return json_response(
+            400,
+            &json::error(400, "codeload takes no Authorization header"),
+        );
+    }
+    let to_codeload = ctx
+        .headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|h| w.codeload.ends_with(&format!("//{h}")));
+    let token_ok = ctx
+        .param("token")
+        .is_some_and(|t| w.codeload_tokens.contains(&t));
+    let repo_key = key(o, r);
+    match (to_codeload && token_ok, archive::tree(w, &repo_key, sha)) {
+        (true, Some(tree)) => {
+            let (owner, name) = w
+                .repos
+                .get(&repo_key)
+                .map(|r| (r.owner.clone(), r.name.clone()))
+                .unwrap_or_default();
+            archive::gzip_response(archive::tarball(&owner, &name, sha, &tree))
+        }
+        _ => not_found(),
     }
 }
 

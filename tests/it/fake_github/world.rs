@@ -24,6 +24,12 @@ pub(super) struct World {
     pub rate_reset: u64,
     /// The GitHub App, when a test registered one.
     pub app: Option<super::app::AppState>,
+    /// The archive host's base URL (another loopback host than `api`).
+    pub codeload: String,
+    /// Archive URL tokens handed out by the tarball redirect.
+    pub codeload_tokens: std::collections::HashSet<String>,
+    /// Requests to the archive host that carried `Authorization` (refused).
+    pub codeload_authorized: usize,
     next_id: u64,
 }
 
@@ -41,6 +47,8 @@ pub(super) struct Repo {
     /// Lower-case login → role (`admin`, `maintain`, `write`, `triage`, `read`); users not
     /// here are unknown to the permission endpoint (404).
     pub roles: HashMap<String, String>,
+    /// Commit SHA → the tree its archive holds, when a test set one.
+    pub trees: HashMap<String, Vec<super::TreeEntry>>,
 }
 
 /// One pull request with its history.
@@ -71,6 +79,9 @@ impl World {
             rate_used: 0,
             rate_reset: super::now_epoch() + 3600,
             app: None,
+            codeload: String::new(),
+            codeload_tokens: std::collections::HashSet::new(),
+            codeload_authorized: 0,
             next_id: 1_000_000,
         }
     }
@@ -183,6 +194,7 @@ impl Repo {
             contents: HashMap::new(),
             compares: HashMap::new(),
             roles: HashMap::new(),
+            trees: HashMap::new(),
         }
     }
 }
