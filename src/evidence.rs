@@ -40,6 +40,14 @@ pub enum Record<'a> {
         model: &'a str,
         reason: &'a str,
     },
+    /// A lens's finding dropped because the file at the head holds nowhere the code it quotes.
+    Unfounded {
+        lens: &'a str,
+        path: &'a str,
+        line: u32,
+        title: &'a str,
+        quote: &'a str,
+    },
     /// A finding found again but not posted: already posted on unchanged code, or disputed.
     Suppressed {
         fingerprint: &'a str,

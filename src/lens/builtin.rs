@@ -732,6 +732,8 @@ fn finding(path: &str, check: Check, members: &[Hit]) -> RawFinding {
         confidence,
         title,
         body,
+        quote: None,
+        suggestion: None,
     }
 }
 

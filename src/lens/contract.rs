@@ -63,6 +63,13 @@ pub struct RawFinding {
     pub confidence: Confidence,
     pub title: String,
     pub body: String,
+    /// The exact text of the line the finding is about, to anchor it when its line number is off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote: Option<String>,
+    /// The complete replacement for the finding's lines, posted as a committable suggestion
+    /// when it is safe to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggestion: Option<String>,
 }
 
 /// A lens's whole answer.
@@ -99,7 +106,7 @@ pub fn response_schema() -> serde_json::Value {
                 "items": {
                     "type": "object",
                     "additionalProperties": false,
-                    "required": ["path", "line", "start_line", "side", "severity", "confidence", "title", "body"],
+                    "required": ["path", "line", "start_line", "side", "severity", "confidence", "title", "body", "quote", "suggestion"],
                     "properties": {
                         "path": {"type": "string", "description": "File path as the diff names it (the new path)."},
                         "line": {"type": "integer", "minimum": 1, "description": "Last line the finding is about, in the file on `side`."},
@@ -108,7 +115,9 @@ pub fn response_schema() -> serde_json::Value {
                         "severity": {"type": "string", "enum": ["blocking", "advisory"]},
                         "confidence": {"type": "string", "enum": ["high", "medium", "low"]},
                         "title": {"type": "string", "description": "One line naming the problem."},
-                        "body": {"type": "string", "description": "Why it is wrong, and what to do."}
+                        "body": {"type": "string", "description": "Why it is wrong, and what to do."},
+                        "quote": {"type": ["string", "null"], "description": "The exact text of the line the finding is about (`line`), copied from the code, or null."},
+                        "suggestion": {"type": ["string", "null"], "description": "The complete replacement text for lines start_line..line of the new file (at most 10 lines, no elisions), or null."}
                     }
                 }
             },

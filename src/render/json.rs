@@ -7,6 +7,7 @@ use crate::diff::Side;
 use crate::ids::{HeadSha, LensName};
 use crate::lens::Provenance;
 use crate::render::clean;
+use crate::render::markdown::suggestion_is_clean;
 use crate::review::gate::SkipReason;
 use crate::review::rounds::Carried;
 use crate::review::{Confidence, NotReviewed, Report, Severity, Verdict};
@@ -49,6 +50,8 @@ struct FindingOut<'a> {
     lenses: &'a [LensName],
     in_diff: bool,
     fingerprint: &'a str,
+    /// The committable replacement for its lines, when one is offered.
+    suggestion: Option<&'a str>,
 }
 
 /// The JSON document, pretty-printed, with every lens-written string cleaned.
@@ -74,6 +77,7 @@ pub fn render(report: &Report) -> String {
                 lenses: &f.lenses,
                 in_diff: f.in_diff,
                 fingerprint: &f.fingerprint,
+                suggestion: f.suggestion.as_deref().filter(|s| suggestion_is_clean(s)),
             })
             .collect(),
         lenses: report

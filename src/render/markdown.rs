@@ -260,14 +260,33 @@ fn list(out: &mut String, heading: &str, findings: &[&Finding], room: &mut usize
 pub fn comment(f: &Finding) -> String {
     let lenses: Vec<&str> = f.lenses.iter().map(|l| l.as_str()).collect();
     format!(
-        "**{}.** {}. {}\n\n({} confidence · {})\n<!-- reviewbot finding={} -->",
+        "**{}.** {}. {}\n\n{}({} confidence · {})\n<!-- reviewbot finding={} -->",
         severity_word(f.severity),
         title(f),
         truncate(&clean(f.body.trim()), MAX_COMMENT_BODY_CHARS),
+        suggestion_block(f),
         f.confidence.as_str(),
         lenses.join(", "),
         f.fingerprint
     )
+}
+
+/// A committable suggestion, fenced so that no fence inside it closes the block early; nothing
+/// when there is none or when cleaning would change it (then it would not be what the lens
+/// proposed, and the prose stands alone).
+fn suggestion_block(f: &Finding) -> String {
+    let Some(text) = f.suggestion.as_deref().filter(|s| suggestion_is_clean(s)) else {
+        return String::new();
+    };
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{fence}suggestion\n{text}\n{fence}\n\n")
+}
+
+/// Whether a suggestion is safe to post as it is: nothing to mask, hide or disarm in it.
+pub fn suggestion_is_clean(text: &str) -> bool {
+    crate::render::clean_code(text) == text && !text.contains("<!--")
 }
 
 /// A finding's title, cleaned, on one line, capped.

@@ -24,6 +24,9 @@ pub struct Finding {
     /// Whether the finding's lines are inside a hunk, so it can be a line comment.
     pub in_diff: bool,
     pub fingerprint: String,
+    /// The replacement for its lines, offered as a committable suggestion (only when checked
+    /// safe: `review::anchor::suggestion_problem`).
+    pub suggestion: Option<String>,
 }
 
 impl Finding {
@@ -77,13 +80,14 @@ impl Finding {
             lenses: vec![lens.clone()],
             in_diff,
             fingerprint,
+            suggestion: raw.suggestion,
         }
     }
 }
 
 /// The diff file a lens means by `path`, forgiving `a/`, `b/` and `./` prefixes, and citing a
 /// name as the prompt showed it (sanitized, `plan::numbered_file`).
-fn find_file<'d>(diff: &'d Diff, path: &str) -> Option<&'d FileDiff> {
+pub(crate) fn find_file<'d>(diff: &'d Diff, path: &str) -> Option<&'d FileDiff> {
     let path = path.trim();
     let exact = |path: &str| {
         diff.file(path).or_else(|| {
@@ -169,6 +173,8 @@ diff --git a/src/db.rs b/src/db.rs
             confidence: Confidence::High,
             title: title.into(),
             body: body.into(),
+            quote: None,
+            suggestion: None,
         }
     }
 

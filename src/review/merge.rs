@@ -125,6 +125,15 @@ fn combine<'a>(members: impl Iterator<Item = &'a Finding>, min_blocking: Confide
         out.confidence = out.confidence.raised();
     }
     out.lenses = lenses;
+    // A suggestion from another member fits only if it replaces the same lines.
+    if out.suggestion.is_none() {
+        out.suggestion = members
+            .iter()
+            .find(|f| {
+                f.suggestion.is_some() && (f.line, f.start_line) == (out.line, out.start_line)
+            })
+            .and_then(|f| f.suggestion.clone());
+    }
     // Confidence is ordered most confident first, so "below" is "greater than".
     if out.severity == Severity::Blocking && out.confidence > min_blocking {
         out.severity = Severity::Advisory;
@@ -334,6 +343,7 @@ mod tests {
             lenses: vec![LensName::new(lens)],
             in_diff: true,
             fingerprint: format!("fp{line}"),
+            suggestion: None,
         }
     }
 

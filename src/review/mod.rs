@@ -3,6 +3,7 @@
 //! decide), `rounds` (what was posted before; settle what to post now). `panel` runs the lenses
 //! and `pipeline` chains one review; `notice` is what a run tells its caller, as data.
 
+pub mod anchor;
 pub mod finding;
 pub mod gate;
 pub mod merge;
@@ -77,6 +78,8 @@ pub struct Report {
     pub held_verdict: Option<Verdict>,
     /// The repository snapshot the lenses read, or why they had none.
     pub context: crate::context::ContextReport,
+    /// Findings dropped because the file at the head holds nowhere the code they quote.
+    pub dropped_unfounded: usize,
 }
 
 impl Report {
@@ -95,6 +98,7 @@ impl Report {
             scope: None,
             held_verdict: None,
             context: crate::context::ContextReport::default(),
+            dropped_unfounded: 0,
         }
     }
 
@@ -136,6 +140,8 @@ impl Report {
                 }
             }
             all.scope = all.scope.or(r.scope);
+            // Per-lens reviews share one placement of the round's findings.
+            all.dropped_unfounded = all.dropped_unfounded.max(r.dropped_unfounded);
             // Every review of a round shares its one snapshot.
             if all.context == crate::context::ContextReport::default() {
                 all.context = r.context;

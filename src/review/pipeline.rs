@@ -11,6 +11,7 @@ use crate::ids::LensName;
 use crate::lens::backend::{Runs, backend};
 use crate::lens::{LensRequest, LensSpec, PrInfo, Provenance};
 use crate::plan::{self, PlanOptions};
+use crate::review::anchor::{Anchored, HeadText, anchor, suggestion_problem};
 use crate::review::finding::Finding;
 use crate::review::merge::{merge, merge_explained};
 use crate::review::panel::{Panel, PanelInput, PanelObserver};
@@ -135,16 +136,39 @@ pub async fn review_with(
 
     let mut findings = Vec::new();
     let mut provenance = Vec::with_capacity(runs.len());
+    let place_on = anchors.unwrap_or(&diff);
+    let head = HeadText {
+        snapshot: context.root.as_deref(),
+        diff: place_on,
+    };
+    let mut dropped_unfounded = 0;
     for run in runs {
         if let Some(response) = run.response {
             let lens = &run.provenance.lens;
-            let place_on = anchors.unwrap_or(&diff);
-            findings.extend(
-                response
-                    .findings
-                    .into_iter()
-                    .map(|raw| Finding::locate(raw, lens, place_on)),
-            );
+            for mut raw in response.findings {
+                match anchor(&mut raw, &head) {
+                    Anchored::Unfounded => {
+                        dropped_unfounded += 1;
+                        if let Some(ev) = &panel.evidence {
+                            ev.record(&Record::Unfounded {
+                                lens: lens.as_str(),
+                                path: &raw.path,
+                                line: raw.line,
+                                title: &raw.title,
+                                quote: raw.quote.as_deref().unwrap_or_default(),
+                            });
+                        }
+                        continue;
+                    }
+                    Anchored::Moved { .. } | Anchored::Kept => {}
+                }
+                let mut found = Finding::locate(raw, lens, place_on);
+                if let Some(problem) = suggestion_problem(&found, place_on) {
+                    tracing::debug!(lens = %lens, title = %found.title, problem, "suggestion dropped");
+                    found.suggestion = None;
+                }
+                findings.push(found);
+            }
         }
         provenance.push(run.provenance);
     }
@@ -159,6 +183,7 @@ pub async fn review_with(
         lenses: provenance,
         not_reviewed,
         context: context.report,
+        dropped_unfounded,
         ..Report::empty()
     };
     Reviewed {

@@ -499,6 +499,8 @@ mod tests {
             confidence: Confidence::High,
             title: title.into(),
             body: "b".into(),
+            quote: None,
+            suggestion: None,
         };
         Finding::locate(raw, &LensName::new("claude"), diff)
     }
