@@ -108,7 +108,6 @@ impl CliEnv {
     /// Tests: the same environment, with the variables and arguments that point a real CLI at
     /// a fake model.
     #[cfg(test)]
-    #[allow(dead_code)] // the real-CLI tests move onto the backends next
     pub(crate) fn with_fake_model(
         mut self,
         vars: Vec<(OsString, OsString)>,
