@@ -27,6 +27,9 @@ pub enum Record<'a> {
         raw: Option<&'a str>,
         parsed: Option<serde_json::Value>,
         error: Option<&'a str>,
+        /// Each repository tool call the lens made: name, arguments, bytes returned, capped.
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        tool_calls: &'a [crate::lens::tools::ToolCallRecord],
         latency_ms: u64,
     },
     /// A lens fell back from its subscription CLI to its vendor's API.
@@ -129,6 +132,7 @@ mod tests {
             raw: Some("{\"findings\":[]}"),
             parsed: Some(serde_json::json!({"findings": []})),
             error: None,
+            tool_calls: &[],
             latency_ms: 5,
         });
         let text = std::fs::read_to_string(ev.path()).unwrap();

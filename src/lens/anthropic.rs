@@ -12,14 +12,15 @@
 
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::api::{self, ApiVendor};
+use super::api::{self, ApiVendor, ToolCall, ToolUse};
 use super::backend::CallEnv;
 use super::http::{
     self, ANTHROPIC_VARS, ApiEnv, CallError, DEFAULT_MAX_OUTPUT_TOKENS, EnvVars, RetryPolicy,
 };
 use super::preflight::PreflightEnv;
+use super::tools::{DEFAULT_MAX_TOOL_CALLS, ToolDef, ToolResult};
 use super::{Answer, BackendKind, Failure, LensRequest, LensSpec, Usage};
 use crate::lens::contract::{LensResponse, response_schema};
 
@@ -33,18 +34,14 @@ pub const API_VERSION: &str = "2023-06-01";
 struct MessagesRequest<'a> {
     model: &'a str,
     max_tokens: u32,
-    messages: [Message<'a>; 1],
+    messages: &'a [Value],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a [Value]>,
     /// Omitted unless the lens sets it: the API's default applies.
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     output_config: Option<OutputConfig>,
-}
-
-#[derive(Serialize)]
-struct Message<'a> {
-    role: &'static str,
-    content: &'a str,
 }
 
 #[derive(Serialize)]
@@ -123,16 +120,15 @@ impl ApiVendor for Anthropic {
     fn body(
         spec: &LensSpec,
         model: &str,
-        prompt: &str,
+        messages: &[Value],
         structured: bool,
+        tools: Option<&[Value]>,
     ) -> Result<Vec<u8>, Failure> {
         api::encode(&MessagesRequest {
             model,
             max_tokens: spec.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS),
-            messages: [Message {
-                role: "user",
-                content: prompt,
-            }],
+            messages,
+            tools,
             temperature: spec.temperature,
             output_config: structured.then(|| OutputConfig {
                 format: OutputFormat {
@@ -141,6 +137,55 @@ impl ApiVendor for Anthropic {
                 },
             }),
         })
+    }
+
+    fn tool_def(def: &ToolDef) -> Value {
+        def.anthropic()
+    }
+
+    /// `stop_reason: "tool_use"` with `tool_use` blocks; the assistant turn goes back verbatim.
+    fn tool_use(body: &[u8]) -> Option<ToolUse> {
+        let resp: Value = serde_json::from_slice(body).ok()?;
+        if resp.get("stop_reason").and_then(Value::as_str) != Some("tool_use") {
+            return None;
+        }
+        let content = resp.get("content")?.as_array()?;
+        let calls: Vec<ToolCall> = content
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+            .map(|b| ToolCall {
+                id: text_of(b, "id"),
+                name: text_of(b, "name"),
+                input: b.get("input").cloned().unwrap_or(Value::Null),
+            })
+            .collect();
+        if calls.is_empty() {
+            return None;
+        }
+        let usage = resp
+            .get("usage")
+            .and_then(|u| serde_json::from_value::<MessagesUsage>(u.clone()).ok())
+            .map(MessagesUsage::total);
+        Some(ToolUse {
+            assistant: json!({"role": "assistant", "content": content}),
+            calls,
+            usage,
+        })
+    }
+
+    /// Every result in one user message, `tool_result` blocks only (they must come first).
+    fn push_results(messages: &mut Vec<Value>, turn: ToolUse, results: Vec<ToolResult>) {
+        let blocks: Vec<Value> = turn
+            .calls
+            .iter()
+            .zip(results)
+            .map(|(call, r)| {
+                json!({"type": "tool_result", "tool_use_id": call.id, "content": r.content,
+                       "is_error": r.is_error})
+            })
+            .collect();
+        messages.push(turn.assistant);
+        messages.push(json!({"role": "user", "content": blocks}));
     }
 
     fn rejects_structured_output(err: &CallError) -> bool {
@@ -152,6 +197,26 @@ impl ApiVendor for Anthropic {
     }
 }
 
+impl MessagesUsage {
+    fn total(self) -> Usage {
+        Usage {
+            // Cached prompt tokens are still prompt tokens the model read.
+            input_tokens: self.input_tokens
+                + self.cache_creation_input_tokens.unwrap_or(0)
+                + self.cache_read_input_tokens.unwrap_or(0),
+            output_tokens: self.output_tokens,
+        }
+    }
+}
+
+/// A string field of a JSON object, or empty.
+fn text_of(v: &Value, key: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
 /// Runs an `anthropic` lens with `model`, retrying transient failures under `policy`.
 pub async fn run_with_policy(
     spec: &LensSpec,
@@ -160,7 +225,7 @@ pub async fn run_with_policy(
     env: &ApiEnv,
     policy: &RetryPolicy,
 ) -> Result<Answer, Failure> {
-    api::call_with::<Anthropic>(spec, model, req, env, policy).await
+    api::call_with::<Anthropic>(spec, model, req, env, policy, DEFAULT_MAX_TOOL_CALLS).await
 }
 
 /// A 400 that names the structured-output field: an older model or a proxy that does not
@@ -231,13 +296,7 @@ fn answer(body: &[u8], key: &str) -> Result<Answer, Failure> {
             )
         ))
     })?;
-    let usage = resp.usage.map(|u| Usage {
-        // Cached prompt tokens are still prompt tokens the model read.
-        input_tokens: u.input_tokens
-            + u.cache_creation_input_tokens.unwrap_or(0)
-            + u.cache_read_input_tokens.unwrap_or(0),
-        output_tokens: u.output_tokens,
-    });
+    let usage = resp.usage.map(MessagesUsage::total);
     Ok(Answer {
         response,
         usage,
@@ -245,6 +304,7 @@ fn answer(body: &[u8], key: &str) -> Result<Answer, Failure> {
         model: resp.model.filter(|m| !m.is_empty()),
         raw: text,
         tool_calls: None,
+        tool_records: Vec::new(),
         notice: None,
     })
 }
@@ -342,7 +402,7 @@ mod tests {
         assert_eq!(r.body["max_tokens"], DEFAULT_MAX_OUTPUT_TOKENS);
         assert_eq!(
             r.body["messages"],
-            json!([{"role": "user", "content": PROMPT}])
+            json!([{"role": "user", "content": crate::plan::with_repository(PROMPT, false)}])
         );
         assert_eq!(r.body["output_config"]["format"]["type"], "json_schema");
         assert_eq!(

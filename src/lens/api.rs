@@ -6,11 +6,15 @@ use std::marker::PhantomData;
 
 use reqwest::Url;
 use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
 
 use super::backend::{Backend, CallEnv, Pending, Runs};
 use super::http::{self, ApiEnv, Call, CallError, EnvVars, RetryPolicy, origin_of};
 use super::preflight::{Check, PreflightEnv};
-use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec};
+use super::process::timed_out;
+use super::tools::{RepoTools, ToolBudget, ToolDef, ToolLimits, ToolResult, ToolSession};
+use super::{Answer, AuthClass, BackendKind, Failure, FailureKind, LensRequest, LensSpec, Usage};
+use crate::plan::with_repository;
 
 /// One vendor's API: where it is, how it is asked, how it answers.
 pub(crate) trait ApiVendor: 'static {
@@ -30,14 +34,38 @@ pub(crate) trait ApiVendor: 'static {
     /// The request headers: the key (as a sensitive header), the version, the content type.
     fn headers(key: &str) -> Result<HeaderMap, Failure>;
 
-    /// The request body asking `model` about `prompt`; with `structured`, the answer is asked
-    /// for as the lens-response JSON Schema.
+    /// The request body asking `model` to continue `messages` (the first is the prompt); with
+    /// `structured`, the answer is asked for as the lens-response JSON Schema; `tools` are the
+    /// repository tools in the vendor's own shape, when the lens may use them.
     fn body(
         spec: &LensSpec,
         model: &str,
-        prompt: &str,
+        messages: &[Value],
         structured: bool,
+        tools: Option<&[Value]>,
     ) -> Result<Vec<u8>, Failure>;
+
+    /// The conversation's opening message: the prompt.
+    fn prompt_message(prompt: &str) -> Value {
+        json!({"role": "user", "content": prompt})
+    }
+
+    /// A tool in the vendor's shape.
+    fn tool_def(def: &ToolDef) -> Value;
+
+    /// A 2xx body that asks for tool calls, read as such; `None` when it is a final answer.
+    fn tool_use(body: &[u8]) -> Option<ToolUse>;
+
+    /// Appends the model's tool-use turn and the results of its calls (in order) to `messages`.
+    fn push_results(messages: &mut Vec<Value>, turn: ToolUse, results: Vec<ToolResult>);
+
+    /// Whether a failed call says the server does not take tools (an OpenAI-compatible server
+    /// without tool support): the lens then reviews the diff alone.
+    fn rejects_tools(err: &CallError) -> bool {
+        let detail = err.detail.to_ascii_lowercase();
+        matches!(err.status, Some(400 | 422 | 501))
+            && ["tool", "function"].iter().any(|w| detail.contains(w))
+    }
 
     /// Whether a failed call says the server or model does not take structured output: the
     /// question is then asked once more without it (the prompt carries the schema too).
@@ -45,6 +73,24 @@ pub(crate) trait ApiVendor: 'static {
 
     /// Reads a 2xx body as the lens's answer.
     fn answer(body: &[u8], key: &str) -> Result<Answer, Failure>;
+}
+
+/// A turn of the model asking for tool calls.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolUse {
+    /// The assistant's message as the API gave it, sent back verbatim.
+    pub assistant: Value,
+    pub calls: Vec<ToolCall>,
+    pub usage: Option<Usage>,
+}
+
+/// One tool call the model asked for.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// An object, or a JSON string holding one (the tools accept both).
+    pub input: Value,
 }
 
 /// The backend of an API vendor `V`.
@@ -108,16 +154,26 @@ pub(crate) async fn call<V: ApiVendor>(
             V::KIND.as_str()
         )));
     };
-    call_with::<V>(spec, model, req, V::api_env(&env), env.retry).await
+    call_with::<V>(
+        spec,
+        model,
+        req,
+        V::api_env(&env),
+        env.retry,
+        env.max_tool_calls,
+    )
+    .await
 }
 
-/// One call with `model`, against the API in `api`, retrying under `policy`.
+/// One call with `model`, against the API in `api`, retrying under `policy`, reading the
+/// snapshot through the repository tools when the request has one (at most `max_tool_calls`).
 pub(crate) async fn call_with<V: ApiVendor>(
     spec: &LensSpec,
     model: &str,
     req: &LensRequest,
     api: &ApiEnv,
     policy: &RetryPolicy,
+    max_tool_calls: u32,
 ) -> Result<Answer, Failure> {
     let Some(key) = api.key() else {
         return Err(Failure::fatal(format!("{} is not set", V::VARS.key)));
@@ -130,26 +186,113 @@ pub(crate) async fn call_with<V: ApiVendor>(
     let url = http::endpoint(base, V::PATH, V::VARS)?;
     let headers = V::headers(key)?;
     let client = http::client(&url, spec.timeout)?;
-
-    let mut structured = true;
-    let body = loop {
-        let bytes = V::body(spec, model, &req.prompt, structured)?;
-        let call = Call {
-            client: &client,
-            url: &url,
-            headers: &headers,
-            body: &bytes,
-            vars: V::VARS,
-            model,
-            key,
-        };
-        match http::post_with_retries(&call, policy).await {
-            Ok(body) => break body,
-            Err(err) if structured && V::rejects_structured_output(&err) => structured = false,
-            Err(err) => return Err(err.failure),
+    let post = |bytes: Vec<u8>| {
+        let (client, url, headers) = (&client, &url, &headers);
+        async move {
+            let call = Call {
+                client,
+                url,
+                headers,
+                body: &bytes,
+                vars: V::VARS,
+                model,
+                key,
+            };
+            http::post_with_retries(&call, policy).await
         }
     };
-    V::answer(&body, key)
+
+    let mut session = req.checkout.as_ref().map(|root| {
+        let tools = RepoTools::new(root.to_path_buf(), ToolLimits::default());
+        ToolSession::new(tools, ToolBudget::new(max_tool_calls))
+    });
+    let defs: Vec<Value> = session
+        .as_ref()
+        .map(|s| s.tools().definitions().iter().map(V::tool_def).collect())
+        .unwrap_or_default();
+    let mut notice = None;
+    let mut structured = true;
+    let mut usage: Option<Usage> = None;
+    // The prompt says whether the lens reads the repository; a server that refuses tools gets
+    // the other paragraph.
+    let mut messages = vec![V::prompt_message(&with_repository(
+        &req.prompt,
+        session.is_some(),
+    ))];
+    // The budget answers calls past it with "give your final answer"; a model that keeps
+    // asking is then asked once without tools, so the loop always ends.
+    let max_turns = max_tool_calls.saturating_add(2);
+    let deadline = tokio::time::Instant::now() + spec.timeout;
+    let mut turns = 0;
+    let body = loop {
+        turns += 1;
+        let offer = session.is_some() && turns <= max_turns;
+        let tools = offer.then_some(defs.as_slice());
+        let bytes = V::body(spec, model, &messages, structured, tools)?;
+        // With tools, the lens's timeout bounds the whole loop, not each of its requests.
+        let sent = match session.is_some() {
+            true => tokio::time::timeout_at(deadline, post(bytes))
+                .await
+                .map_err(|_| Failure::new(FailureKind::Timeout, timed_out(spec.timeout)))?,
+            false => post(bytes).await,
+        };
+        let body = match sent {
+            Ok(body) => body,
+            Err(err) if structured && V::rejects_structured_output(&err) => {
+                structured = false;
+                continue;
+            }
+            Err(err) if session.is_some() && V::rejects_tools(&err) => {
+                session = None;
+                notice = Some(format!(
+                    "lens {}: the {} server does not take tools, so it reviews the diff alone",
+                    spec.name,
+                    V::KIND.as_str()
+                ));
+                messages = vec![V::prompt_message(&with_repository(&req.prompt, false))];
+                continue;
+            }
+            Err(err) => return Err(err.failure),
+        };
+        // Tool calls are answered only while tools are offered; past that the body is read as
+        // the final answer (and fails as one when it is none).
+        let Some(turn) = offer.then(|| V::tool_use(&body)).flatten() else {
+            break body;
+        };
+        let Some(open) = session.take() else {
+            break body;
+        };
+        add_usage(&mut usage, turn.usage);
+        let calls = turn.calls.clone();
+        // The tools read files: off the async workers.
+        let (open, results) = tokio::task::spawn_blocking(move || {
+            let mut open = open;
+            let results: Vec<ToolResult> =
+                calls.iter().map(|c| open.call(&c.name, &c.input)).collect();
+            (open, results)
+        })
+        .await
+        .map_err(|_| Failure::fatal("a repository tool crashed"))?;
+        session = Some(open);
+        V::push_results(&mut messages, turn, results);
+    };
+    let mut answer = V::answer(&body, key)?;
+    add_usage(&mut usage, answer.usage);
+    answer.usage = usage;
+    if let Some(open) = session {
+        answer.tool_calls = Some(u32::try_from(open.records().len()).unwrap_or(u32::MAX));
+        answer.tool_records = open.into_records();
+    }
+    answer.notice = notice;
+    Ok(answer)
+}
+
+fn add_usage(sum: &mut Option<Usage>, more: Option<Usage>) {
+    if let Some(u) = more {
+        let s = sum.get_or_insert_default();
+        s.input_tokens += u.input_tokens;
+        s.output_tokens += u.output_tokens;
+    }
 }
 
 /// The request body as JSON bytes.
@@ -239,3 +382,6 @@ fn base_origin<V: ApiVendor>(api: &ApiEnv) -> Result<String, String> {
         _ => Err(format!("{} is not an http(s) URL", V::VARS.base_url)),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -209,6 +209,7 @@ fn read_result(result: &Value) -> Result<Answer, Failure> {
         model: answering_model(result),
         raw: text.to_owned(),
         tool_calls: None,
+        tool_records: Vec::new(),
         notice: None,
     })
 }

@@ -418,6 +418,7 @@ fn read_output(out: &ProcessOutput) -> Result<Answer, Failure> {
         model: None,
         raw: answer.to_owned(),
         tool_calls: Some(ev.commands),
+        tool_records: Vec::new(),
         notice: None,
     })
 }

@@ -5,6 +5,7 @@
 //! timeout, output over the cap or a reply that is not one lens response make the lens fail.
 
 use std::ffi::OsString;
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -16,6 +17,7 @@ use super::process::{
 };
 use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec, PrInfo};
 use crate::lens::contract::{LensResponse, response_schema};
+use crate::plan::with_repository;
 
 /// Variables every command lens gets when they are set: enough to find programs, a home, a
 /// locale and a temp directory. `LC_*` variables are passed too.
@@ -44,6 +46,8 @@ struct CommandRequest<'a> {
     diff: &'a str,
     pr: Option<&'a PrInfo>,
     schema: serde_json::Value,
+    /// The round's read-only snapshot, also the child's working directory; null without one.
+    checkout: Option<&'a Path>,
 }
 
 /// The `command` backend.
@@ -98,13 +102,15 @@ async fn run_capped(
             spec.name
         )));
     };
-    // A fresh, empty directory, removed when the run ends: never a checkout, never ours.
+    // The round's snapshot, or a fresh, empty directory removed when the run ends: never the
+    // directory reviewbot runs in, never ours.
     let scratch = tempfile::Builder::new()
         .prefix("reviewbot-lens-")
         .tempdir()
         .map_err(|e| Failure::fatal(format!("could not create a scratch directory: {e}")))?;
+    let cwd = req.checkout.as_deref().unwrap_or(scratch.path());
 
-    let mut child = ProcessSpec::new(bin, scratch.path(), spec.timeout);
+    let mut child = ProcessSpec::new(bin, cwd, spec.timeout);
     child.args = spec.args.iter().map(OsString::from).collect();
     child.env = child_env(&spec.env, std::env::vars_os());
     child.stdin = request_json(spec, req)?;
@@ -136,12 +142,14 @@ async fn run_capped(
 
 /// The request document written to the lens's stdin.
 fn request_json(spec: &LensSpec, req: &LensRequest) -> Result<Vec<u8>, Failure> {
+    let prompt = with_repository(&req.prompt, req.checkout.is_some());
     let doc = CommandRequest {
         lens: spec.name.as_str(),
-        prompt: &req.prompt,
+        prompt: &prompt,
         diff: req.diff.text(),
         pr: req.pr.as_ref(),
         schema: response_schema(),
+        checkout: req.checkout.as_deref(),
     };
     serde_json::to_vec(&doc)
         .map_err(|e| Failure::fatal(format!("could not encode the request: {e}")))
@@ -416,9 +424,15 @@ mod tests {
         let keys: Vec<_> = doc.as_object().expect("object").keys().cloned().collect();
         let mut sorted = keys.clone();
         sorted.sort();
-        assert_eq!(sorted, ["diff", "lens", "pr", "prompt", "schema"]);
+        assert_eq!(
+            sorted,
+            ["checkout", "diff", "lens", "pr", "prompt", "schema"]
+        );
         assert_eq!(doc["lens"], "stdin");
-        assert_eq!(doc["prompt"], "Review this change.");
+        assert!(doc["checkout"].is_null());
+        let prompt = doc["prompt"].as_str().expect("prompt");
+        assert!(prompt.starts_with("Review this change."), "{prompt}");
+        assert!(prompt.contains("You see the diff alone"), "{prompt}");
         assert_eq!(doc["diff"], DIFF);
         assert_eq!(
             doc["pr"],
@@ -434,5 +448,35 @@ mod tests {
         let doc: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&copy).expect("copy")).expect("json");
         assert!(doc["pr"].is_null());
+    }
+
+    #[tokio::test]
+    async fn with_a_snapshot_the_lens_runs_in_it_and_is_told_where_it_is() {
+        let dir = tempfile::TempDir::new().expect("dir");
+        let snapshot = dir.path().join("snapshot");
+        std::fs::create_dir(&snapshot).expect("snapshot");
+        std::fs::write(snapshot.join("caller.rs"), "b(1, 2);\n").expect("file");
+        let dump = out_file(&dir, "env");
+        let mut spec = lens("envdump.sh");
+        spec.args = vec![dump.to_string_lossy().into_owned()];
+        let mut req = request();
+        req.checkout = Some(Arc::from(snapshot.as_path()));
+        run(&spec, &req).await.expect("ok");
+        let seen = std::fs::read_to_string(&dump).expect("dump");
+        let cwd = seen
+            .lines()
+            .find_map(|l| l.strip_prefix("CWD="))
+            .expect("CWD line");
+        assert_eq!(Path::new(cwd), snapshot.canonicalize().expect("real"));
+
+        let copy = out_file(&dir, "stdin.json");
+        let mut spec = lens("stdin.sh");
+        spec.args = vec![copy.to_string_lossy().into_owned()];
+        run(&spec, &req).await.expect("ok");
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&copy).expect("copy")).expect("json");
+        assert_eq!(doc["checkout"], snapshot.to_string_lossy().as_ref());
+        let prompt = doc["prompt"].as_str().expect("prompt");
+        assert!(prompt.contains("available to you read-only"), "{prompt}");
     }
 }

@@ -197,6 +197,8 @@ pub struct Answer {
     pub raw: String,
     /// Tool calls made reading the repository, when the backend reports them.
     pub tool_calls: Option<u32>,
+    /// What each repository tool call was, for the evidence log.
+    pub tool_records: Vec<tools::ToolCallRecord>,
     /// Something the user should hear about this call (a lens that could not read the
     /// snapshot and reviewed the diff alone), said once per run.
     pub notice: Option<String>,

@@ -13,14 +13,15 @@
 
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::api::{self, ApiVendor};
+use super::api::{self, ApiVendor, ToolCall, ToolUse};
 use super::backend::CallEnv;
 use super::http::{
     self, ApiEnv, CallError, DEFAULT_MAX_OUTPUT_TOKENS, EnvVars, OPENAI_VARS, RetryPolicy,
 };
 use super::preflight::PreflightEnv;
+use super::tools::{DEFAULT_MAX_TOOL_CALLS, ToolDef, ToolResult};
 use super::{Answer, BackendKind, Failure, LensRequest, LensSpec, Usage};
 use crate::lens::contract::{LensResponse, response_schema};
 
@@ -33,7 +34,12 @@ const SCHEMA_NAME: &str = "lens_response";
 #[derive(Serialize)]
 struct ChatRequest<'a> {
     model: &'a str,
-    messages: [ChatMessage<'a>; 1],
+    messages: &'a [Value],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a [Value]>,
+    /// With tools: one call at a time (strict function schemas do not allow parallel calls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
     /// Covers visible and reasoning tokens (`max_tokens` is deprecated and refused by
     /// reasoning models).
     max_completion_tokens: u32,
@@ -43,12 +49,6 @@ struct ChatRequest<'a> {
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<ResponseFormat>,
-}
-
-#[derive(Serialize)]
-struct ChatMessage<'a> {
-    role: &'static str,
-    content: &'a str,
 }
 
 #[derive(Serialize)]
@@ -158,15 +158,15 @@ impl ApiVendor for Openai {
     fn body(
         spec: &LensSpec,
         model: &str,
-        prompt: &str,
+        messages: &[Value],
         structured: bool,
+        tools: Option<&[Value]>,
     ) -> Result<Vec<u8>, Failure> {
         api::encode(&ChatRequest {
             model,
-            messages: [ChatMessage {
-                role: "user",
-                content: prompt,
-            }],
+            messages,
+            tools,
+            parallel_tool_calls: tools.map(|_| false),
             max_completion_tokens: spec.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS),
             temperature: spec.temperature,
             response_format: structured.then(|| ResponseFormat {
@@ -178,6 +178,50 @@ impl ApiVendor for Openai {
                 },
             }),
         })
+    }
+
+    fn tool_def(def: &ToolDef) -> Value {
+        def.openai_chat()
+    }
+
+    /// A message with `tool_calls`; it goes back verbatim, each result as a `tool` message.
+    fn tool_use(body: &[u8]) -> Option<ToolUse> {
+        let resp: Value = serde_json::from_slice(body).ok()?;
+        let message = resp.get("choices")?.get(0)?.get("message")?;
+        let calls: Vec<ToolCall> = message
+            .get("tool_calls")?
+            .as_array()?
+            .iter()
+            .filter_map(|c| {
+                let function = c.get("function")?;
+                Some(ToolCall {
+                    id: c.get("id")?.as_str()?.to_owned(),
+                    name: function.get("name")?.as_str()?.to_owned(),
+                    input: function.get("arguments").cloned().unwrap_or(Value::Null),
+                })
+            })
+            .collect();
+        if calls.is_empty() {
+            return None;
+        }
+        let usage = resp.get("usage").and_then(|u| {
+            Some(Usage {
+                input_tokens: u.get("prompt_tokens")?.as_u64()?,
+                output_tokens: u.get("completion_tokens")?.as_u64()?,
+            })
+        });
+        Some(ToolUse {
+            assistant: message.clone(),
+            calls,
+            usage,
+        })
+    }
+
+    fn push_results(messages: &mut Vec<Value>, turn: ToolUse, results: Vec<ToolResult>) {
+        messages.push(turn.assistant);
+        for (call, r) in turn.calls.iter().zip(results) {
+            messages.push(json!({"role": "tool", "tool_call_id": call.id, "content": r.content}));
+        }
     }
 
     fn rejects_structured_output(err: &CallError) -> bool {
@@ -197,7 +241,7 @@ pub async fn run_with_policy(
     env: &ApiEnv,
     policy: &RetryPolicy,
 ) -> Result<Answer, Failure> {
-    api::call_with::<Openai>(spec, model, req, env, policy).await
+    api::call_with::<Openai>(spec, model, req, env, policy, DEFAULT_MAX_TOOL_CALLS).await
 }
 
 /// A 400 or 422 about `response_format`: a server or model without JSON-schema output
@@ -272,6 +316,7 @@ fn answer(body: &[u8], key: &str) -> Result<Answer, Failure> {
         model: resp.model.filter(|m| !m.is_empty()),
         raw: text,
         tool_calls: None,
+        tool_records: Vec::new(),
         notice: None,
     })
 }
@@ -368,7 +413,7 @@ mod tests {
         assert_eq!(r.body["model"], MODEL);
         assert_eq!(
             r.body["messages"],
-            json!([{"role": "user", "content": PROMPT}])
+            json!([{"role": "user", "content": crate::plan::with_repository(PROMPT, false)}])
         );
         assert_eq!(r.body["max_completion_tokens"], DEFAULT_MAX_OUTPUT_TOKENS);
         assert!(r.body.get("max_tokens").is_none());

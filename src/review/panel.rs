@@ -69,8 +69,7 @@ impl PanelInput {
     }
 }
 
-/// `[context] max_tool_calls` when the config does not say.
-pub const DEFAULT_MAX_TOOL_CALLS: u32 = 40;
+pub use crate::lens::tools::DEFAULT_MAX_TOOL_CALLS;
 
 /// Where the panel's notices (billing warnings) go: stderr for the CLI, a log for the service.
 pub type NoticeSink = Arc<dyn Fn(&str) + Send + Sync>;
@@ -477,13 +476,14 @@ impl Shared {
         let Some(ev) = &self.panel.evidence else {
             return;
         };
-        let (raw, parsed, error) = match result {
+        let (raw, parsed, error, tool_calls) = match result {
             Ok(a) => (
                 Some(a.raw.as_str()),
                 serde_json::to_value(&a.response).ok(),
                 None,
+                a.tool_records.as_slice(),
             ),
-            Err(f) => (None, None, Some(f.message.as_str())),
+            Err(f) => (None, None, Some(f.message.as_str()), &[][..]),
         };
         ev.record(&Record::Exchange {
             lens: spec.name.as_str(),
@@ -495,6 +495,7 @@ impl Shared {
             raw,
             parsed,
             error,
+            tool_calls,
             latency_ms: millis(elapsed),
         });
     }

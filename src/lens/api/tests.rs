@@ -1,0 +1,275 @@
+//! The API lenses' tool loop against scripted fakes of both wire formats: the model reads the
+//! snapshot through reviewbot's own tools, never outside it; the budget ends a model that keeps
+//! asking; a server without tools gets the diff alone.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::*;
+use crate::lens::anthropic::{self, Anthropic};
+use crate::lens::fake_model::{FakeModel, ToolCall as Scripted, Turn};
+use crate::lens::http::tests::{FakeServer, Reply, fast_policy};
+use crate::lens::openai::{self, Openai};
+use crate::lens::tools::BUDGET_SPENT;
+
+const KEY: &str = "sk-test-key-for-the-fake-0123456789";
+const MARKER: &str = "UNDIFFED_CALLER_MARKER_51";
+const SECRET: &str = "OUTSIDE_SECRET_MARKER_77";
+const LENS_JSON: &str = r#"{"findings":[{"path":"src/lib.rs","line":2,"start_line":null,"side":"RIGHT","severity":"advisory","confidence":"high","title":"b breaks its caller","body":"src/caller.rs calls b with two arguments."}],"summary":"Read src/caller.rs."}"#;
+
+/// A snapshot with a file in no diff, and a secret beside it (outside the root).
+struct Snapshot {
+    _dir: tempfile::TempDir,
+    root: std::path::PathBuf,
+}
+
+fn snapshot() -> Snapshot {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path().join("snap");
+    std::fs::create_dir_all(root.join("src")).expect("src");
+    std::fs::write(
+        root.join("src/caller.rs"),
+        format!("// {MARKER}\nb(1, 2);\n"),
+    )
+    .expect("f");
+    std::fs::write(dir.path().join("secret.txt"), SECRET).expect("secret");
+    std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("link")).expect("ln");
+    Snapshot { _dir: dir, root }
+}
+
+fn request(checkout: Option<&Path>) -> LensRequest {
+    let mut req = crate::lens::cli_env::fake::request("Review this change.");
+    req.checkout = checkout.map(Arc::from);
+    req
+}
+
+fn spec(kind: BackendKind) -> LensSpec {
+    let mut spec = LensSpec::new("api", kind);
+    spec.model = Some("model-1".to_owned());
+    spec
+}
+
+fn env(base: String) -> ApiEnv {
+    ApiEnv::from_values(Some(KEY.to_owned()), Some(base))
+}
+
+/// Reads inside, outside by `..`, by an absolute path and through a link; then answers.
+fn reading_script() -> Vec<Turn> {
+    vec![
+        Turn::calls([
+            Scripted::new(
+                "inside",
+                "read_file",
+                json!({"path": "src/caller.rs", "start_line": null, "end_line": null}),
+            ),
+            Scripted::new(
+                "dotdot",
+                "read_file",
+                json!({"path": "../secret.txt", "start_line": null, "end_line": null}),
+            ),
+            Scripted::new(
+                "absolute",
+                "read_file",
+                json!({"path": "/etc/hostname", "start_line": null, "end_line": null}),
+            ),
+            Scripted::new(
+                "link",
+                "read_file",
+                json!({"path": "link", "start_line": null, "end_line": null}),
+            ),
+            Scripted::new(
+                "grep",
+                "grep",
+                json!({"pattern": "OUTSIDE_SECRET", "path": null}),
+            ),
+        ]),
+        Turn::text(LENS_JSON),
+    ]
+}
+
+fn assert_read_inside_only(fake: &FakeModel, answer: &Answer) {
+    assert_eq!(answer.response.findings.len(), 1);
+    assert_eq!(answer.tool_calls, Some(5));
+    assert_eq!(answer.tool_records.len(), 5);
+    let inside = fake.tool_result("inside").expect("the read's result");
+    assert!(inside.text.contains(MARKER), "{}", inside.text);
+    assert!(!inside.is_error);
+    for id in ["dotdot", "absolute", "link"] {
+        let r = fake.tool_result(id).expect(id);
+        assert!(r.is_error || !r.text.contains(SECRET), "{id}: {r:?}");
+    }
+    for r in fake.tool_results() {
+        assert!(!r.text.contains(SECRET), "{r:?}");
+    }
+    let requests = fake.model_requests();
+    assert_eq!(requests.len(), 2);
+    let mut tools = requests[0].tools.clone();
+    tools.sort();
+    assert_eq!(tools, ["grep", "list_files", "read_file"]);
+    assert!(
+        requests[0]
+            .user_text
+            .iter()
+            .any(|t| t.contains("available to you read-only"))
+    );
+    // Usage is summed over the turns (the fake reports some on each).
+    let usage = answer.usage.expect("usage");
+    assert!(
+        usage.input_tokens > 0 && usage.output_tokens > 0,
+        "{usage:?}"
+    );
+}
+
+#[tokio::test]
+async fn anthropic_reads_the_snapshot_through_its_tools_and_nothing_outside() {
+    let snap = snapshot();
+    let fake = FakeModel::start(reading_script());
+    let req = request(Some(&snap.root));
+    let answer = anthropic::run_with_policy(
+        &spec(BackendKind::Anthropic),
+        "model-1",
+        &req,
+        &env(fake.url()),
+        &fast_policy(),
+    )
+    .await
+    .expect("answer");
+    assert_read_inside_only(&fake, &answer);
+    // The second request sent the assistant turn back and the results as tool_result blocks.
+    let second = &fake.model_requests()[1];
+    let body: Value = serde_json::from_str(&second.body).expect("json");
+    let messages = body["messages"].as_array().expect("messages");
+    assert_eq!(messages[1]["role"], "assistant");
+    assert_eq!(messages[2]["content"][0]["type"], "tool_result");
+    assert_eq!(messages[2]["content"][1]["is_error"], true);
+}
+
+#[tokio::test]
+async fn openai_reads_the_snapshot_through_its_tools_and_nothing_outside() {
+    let snap = snapshot();
+    let fake = FakeModel::start(reading_script());
+    let req = request(Some(&snap.root));
+    let answer = openai::run_with_policy(
+        &spec(BackendKind::Openai),
+        "model-1",
+        &req,
+        &env(fake.v1_url()),
+        &fast_policy(),
+    )
+    .await
+    .expect("answer");
+    assert_read_inside_only(&fake, &answer);
+    let first: Value = serde_json::from_str(&fake.model_requests()[0].body).expect("json");
+    assert_eq!(first["parallel_tool_calls"], false);
+    assert_eq!(first["tools"][0]["function"]["strict"], true);
+}
+
+#[tokio::test]
+async fn without_a_snapshot_no_tools_are_offered_and_the_prompt_says_diff_alone() {
+    let fake = FakeModel::start(vec![Turn::text(LENS_JSON)]);
+    let answer = anthropic::run_with_policy(
+        &spec(BackendKind::Anthropic),
+        "model-1",
+        &request(None),
+        &env(fake.url()),
+        &fast_policy(),
+    )
+    .await
+    .expect("answer");
+    assert_eq!(answer.tool_calls, None);
+    let first = &fake.model_requests()[0];
+    assert!(first.tools.is_empty(), "{:?}", first.tools);
+    assert!(
+        first
+            .user_text
+            .iter()
+            .any(|t| t.contains("You see the diff alone"))
+    );
+}
+
+#[tokio::test]
+async fn a_model_that_keeps_calling_tools_is_stopped_by_the_budget() {
+    let snap = snapshot();
+    let list = |id: String| Scripted::new(&id, "list_files", json!({"path": null}));
+    // Two calls a turn, on every turn the tools are offered; then the answer.
+    let max_tool_calls = 3;
+    let mut turns: Vec<Turn> = (0..=max_tool_calls + 1)
+        .map(|t| Turn::calls([list(format!("a{t}")), list(format!("b{t}"))]))
+        .collect();
+    turns.push(Turn::text(LENS_JSON));
+    let fake = FakeModel::start(turns);
+    let answer = call_with::<Openai>(
+        &spec(BackendKind::Openai),
+        "model-1",
+        &request(Some(&snap.root)),
+        &env(fake.v1_url()),
+        &fast_policy(),
+        max_tool_calls,
+    )
+    .await
+    .expect("an answer once the tools are withdrawn");
+    let spent = fake
+        .tool_results()
+        .iter()
+        .filter(|r| r.text.contains(BUDGET_SPENT))
+        .count();
+    assert!(spent > 0, "no call was told the budget is spent");
+    assert_eq!(
+        fake.tool_results().len() - spent,
+        usize::try_from(max_tool_calls).expect("small"),
+        "more calls ran than the budget allows"
+    );
+    let requests = fake.model_requests();
+    assert!(requests.last().expect("last").tools.is_empty());
+    assert_eq!(answer.response.findings.len(), 1);
+}
+
+#[tokio::test]
+async fn a_server_without_tools_reviews_the_diff_alone_and_says_so() {
+    let snap = snapshot();
+    let server = FakeServer::start(vec![
+        Reply::json(400, json!({"error": {"message": "\"tools\" is not supported by this model", "type": "invalid_request_error"}})),
+        Reply::json(200, json!({"id": "c1", "model": "local", "choices": [{"index": 0,
+            "message": {"role": "assistant", "content": LENS_JSON}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5}})),
+    ])
+    .await;
+    let answer = call_with::<Openai>(
+        &spec(BackendKind::Openai),
+        "model-1",
+        &request(Some(&snap.root)),
+        &env(format!("{}/v1", server.base)),
+        &fast_policy(),
+        40,
+    )
+    .await
+    .expect("answer");
+    assert_eq!(answer.tool_calls, None);
+    let notice = answer.notice.expect("a notice");
+    assert!(notice.contains("does not take tools"), "{notice}");
+    let received = server.received();
+    assert_eq!(received.len(), 2);
+    assert!(received[0].body.get("tools").is_some());
+    assert!(received[1].body.get("tools").is_none());
+    let prompt = received[1].body["messages"][0]["content"]
+        .as_str()
+        .expect("prompt");
+    assert!(prompt.contains("You see the diff alone"), "{prompt}");
+}
+
+#[test]
+fn anthropic_and_openai_take_the_lens_response_as_their_final_answer() {
+    // The two vendors' answer readers still read a final answer with no tool use.
+    assert!(
+        Anthropic::tool_use(
+            br#"{"stop_reason":"end_turn","content":[{"type":"text","text":"{}"}]}"#
+        )
+        .is_none()
+    );
+    assert!(
+        Openai::tool_use(br#"{"choices":[{"message":{"content":"{}"},"finish_reason":"stop"}]}"#)
+            .is_none()
+    );
+}
