@@ -127,6 +127,19 @@ pub(crate) fn bin_of<'a>(spec: &'a LensSpec, default: &'a str) -> &'a str {
         .unwrap_or(default)
 }
 
+/// The whole environment of `C`'s child: the allow-listed variables, `C`'s quiet ones, and
+/// (tests only) those pointing it at a fake model.
+pub(crate) fn child_env<C: AgentCli>(env: &CliEnv) -> Vec<(OsString, OsString)> {
+    let mut vars = env.child_env(C::CLI);
+    vars.extend(
+        C::QUIET_ENV
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
+    vars.extend(env.test_overrides());
+    vars
+}
+
 /// Runs `C` once on `req`, each output stream capped at `max_output` bytes; with a snapshot,
 /// the model may make up to `max_tool_calls` rounds of tool calls.
 pub(crate) async fn run<C: AgentCli>(
@@ -143,13 +156,7 @@ pub(crate) async fn run<C: AgentCli>(
     let prepared = C::prepare(spec, env, scratch.path(), snapshot, max_turns).await?;
     let mut child = ProcessSpec::new(bin_of(spec, C::DEFAULT_BIN), &prepared.cwd, spec.timeout);
     child.args = prepared.args;
-    child.env = env.child_env(C::CLI);
-    child.env.extend(
-        C::QUIET_ENV
-            .iter()
-            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
-    );
-    child.env.extend(env.test_overrides());
+    child.env = child_env::<C>(env);
     child.stdin = with_repository(&req.prompt, prepared.reads_snapshot).into_bytes();
     child.max_output = max_output;
 

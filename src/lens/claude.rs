@@ -527,6 +527,29 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn with_a_snapshot_claude_runs_in_it_with_the_read_tools_and_writes_nothing() {
+        let fake = Fake::new("claude", "read-snapshot");
+        let env = fake::cli_env(fake.dir.path(), fake.dir.path());
+        let (snapshot, answer) = fake::review_snapshot::<ClaudeCli>(&fake, &env, true).await;
+
+        // The snapshot's text came back through the fake's answer, escaped and read again.
+        assert_eq!(answer.response.summary.as_deref(), Some(fake::SNAPSHOT_LIB));
+        assert_eq!((answer.tool_calls, answer.notice), (None, None));
+        let cwd = fake.read("cwd");
+        let snapshot_dir = std::fs::canonicalize(snapshot.path()).expect("canonical");
+        assert_eq!(Path::new(cwd.trim()), snapshot_dir);
+        assert_eq!(fake.read("listing"), "src\n");
+        // 40 tool rounds and the answer.
+        let want: Vec<String> = args(None, 41, true)
+            .into_iter()
+            .map(|a| a.into_string().expect("utf-8"))
+            .collect();
+        assert_eq!(fake.argv(), want);
+        let tools = want.iter().position(|a| a == "--tools").expect("--tools");
+        assert_eq!(want[tools + 1], "Read,Grep");
+    }
+
+    #[tokio::test]
     async fn without_bin_claude_is_found_on_the_childs_path() {
         let fake = Fake::new("claude", "ok");
         let path = format!("{}:/usr/bin:/bin", fake.dir.path().display());

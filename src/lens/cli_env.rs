@@ -108,7 +108,6 @@ impl CliEnv {
     /// Tests: the same environment, with the variables and arguments that point a real CLI at
     /// a fake model.
     #[cfg(test)]
-    #[allow(dead_code)] // the real-CLI tests move onto the backends next
     pub(crate) fn with_fake_model(
         mut self,
         vars: Vec<(OsString, OsString)>,
@@ -324,7 +323,9 @@ pub(crate) mod fake {
 
     use super::CliEnv;
     use crate::diff::Diff;
-    use crate::lens::{BackendKind, LensRequest, LensSpec};
+    use crate::lens::agent_cli::{self, AgentCli};
+    use crate::lens::process::DEFAULT_MAX_OUTPUT;
+    use crate::lens::{Answer, BackendKind, LensRequest, LensSpec};
 
     pub(crate) const DIFF: &str = "\
 diff --git a/src/lib.rs b/src/lib.rs
@@ -464,6 +465,96 @@ diff --git a/src/lib.rs b/src/lib.rs
             pr: None,
             checkout: None,
         }
+    }
+
+    /// The text of `src/lib.rs` in a [`Snapshot`]: quotes, a backslash and a tab, which a fake
+    /// must escape to put it into its JSON.
+    pub(crate) const SNAPSHOT_LIB: &str =
+        "fn a() {}\n\tfn b() { let s = \"q\\\\t\"; }\nfn c() {}\n";
+
+    /// A repository snapshot for a lens to read: `src/lib.rs` ([`SNAPSHOT_LIB`]) and
+    /// `src/util/helpers.rs`.
+    pub(crate) struct Snapshot {
+        dir: tempfile::TempDir,
+    }
+
+    impl Snapshot {
+        pub(crate) fn new() -> Self {
+            let dir = tempfile::Builder::new()
+                .prefix("reviewbot-snapshot-")
+                .tempdir()
+                .expect("snapshot dir");
+            std::fs::create_dir_all(dir.path().join("src/util")).expect("src/util");
+            std::fs::write(dir.path().join("src/lib.rs"), SNAPSHOT_LIB).expect("lib.rs");
+            std::fs::write(
+                dir.path().join("src/util/helpers.rs"),
+                "pub fn helper() -> u32 { 42 }\n",
+            )
+            .expect("helpers.rs");
+            Self { dir }
+        }
+
+        pub(crate) fn path(&self) -> &Path {
+            self.dir.path()
+        }
+
+        /// Every file under the snapshot with its text, sorted: equal before and after a run
+        /// when nothing was written.
+        pub(crate) fn contents(&self) -> Vec<(PathBuf, String)> {
+            fn walk(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
+                for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
+                    let path = entry.path();
+                    if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                        walk(&path, out);
+                    } else {
+                        let text = std::fs::read_to_string(&path).unwrap_or_default();
+                        out.push((path, text));
+                    }
+                }
+            }
+            let mut out = Vec::new();
+            walk(self.path(), &mut out);
+            out.sort();
+            out
+        }
+
+        /// `request(prompt)` over this snapshot.
+        pub(crate) fn request(&self, prompt: &str) -> LensRequest {
+            LensRequest {
+                checkout: Some(Arc::from(self.path())),
+                ..request(prompt)
+            }
+        }
+    }
+
+    /// The paragraph the prompt of a lens that reads the repository (`true`) or sees the diff
+    /// alone ends with.
+    pub(crate) fn repository_note(reads: bool) -> String {
+        crate::plan::with_repository("", reads).trim().to_owned()
+    }
+
+    /// Runs the fake CLI `C` as a lens over a fresh [`Snapshot`], 40 tool rounds allowed, and
+    /// checks that the run wrote nothing there and that the prompt said whether the lens
+    /// `reads` the repository.
+    pub(crate) async fn review_snapshot<C: AgentCli>(
+        fake: &Fake,
+        env: &CliEnv,
+        reads: bool,
+    ) -> (Snapshot, Answer) {
+        let spec = fake.lens(C::KIND, None);
+        let snapshot = Snapshot::new();
+        let before = snapshot.contents();
+        let req = snapshot.request("Review this change.");
+        let answer = agent_cli::run::<C>(&spec, &req, env, 40, DEFAULT_MAX_OUTPUT)
+            .await
+            .expect("an answer");
+        assert_eq!(snapshot.contents(), before, "the snapshot changed");
+        let stdin = fake.read("stdin");
+        assert!(
+            stdin.ends_with(&format!("{}\n", repository_note(reads))),
+            "{stdin}"
+        );
+        (snapshot, answer)
     }
 
     /// A prompt larger than a pipe buffer, with a marker to look for in argv.

@@ -128,7 +128,8 @@ pub fn package_dir(bin: &Path) -> Option<PathBuf> {
 /// Whether Codex's sandbox can start on this host, asked once per binary per process: `codex
 /// sandbox -- true` with the lens's environment exits 1 where the host forbids the namespaces
 /// it needs, and then every command a lens ran would fail while the turn still "succeeds".
-async fn sandbox_works(bin: &Path, env: &CliEnv) -> Result<(), String> {
+/// `Err` holds the redacted tail of its stderr.
+pub(crate) async fn sandbox_works(bin: &Path, env: &CliEnv) -> Result<(), String> {
     static PROBED: LazyLock<Mutex<HashMap<PathBuf, Result<(), String>>>> =
         LazyLock::new(Mutex::default);
     if let Some(known) = PROBED.lock().ok().and_then(|p| p.get(bin).cloned()) {
@@ -150,6 +151,13 @@ async fn sandbox_works(bin: &Path, env: &CliEnv) -> Result<(), String> {
 
 /// How long the sandbox probe may take (0.2 s where it works).
 const SANDBOX_PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Whether a command's output (a `command_execution` item's `aggregated_output`) says the
+/// sandbox could not start: Codex then fails closed, every command fails, and the turn
+/// completes.
+pub(crate) fn says_sandbox_failed(aggregated_output: &str) -> bool {
+    aggregated_output.contains("bwrap:")
+}
 
 /// The `codex-cli` backend.
 pub struct CodexCli;
@@ -296,7 +304,7 @@ fn events(stdout: &[u8]) -> Events {
                         let output = item.and_then(|i| i.get("aggregated_output"));
                         if output
                             .and_then(Value::as_str)
-                            .is_some_and(|o| o.contains("bwrap:"))
+                            .is_some_and(says_sandbox_failed)
                         {
                             ev.sandbox_failed = true;
                         }
@@ -670,6 +678,140 @@ mod tests {
         spec.bin = None;
         run(&spec, &fake::request("p"), &env).await.expect("ok");
         assert_eq!(fake.env_names(), ["PATH"]);
+    }
+
+    /// The fake's `-C` workspace and working directory, and the name of the scratch directory.
+    fn workspace_and_cwd(fake: &Fake) -> (PathBuf, PathBuf) {
+        let workspace = PathBuf::from(fake.read("workspace").trim());
+        let cwd = PathBuf::from(fake.read("cwd").trim());
+        (workspace, cwd)
+    }
+
+    fn is_scratch(dir: &Path) -> bool {
+        dir.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("reviewbot-codex-"))
+    }
+
+    #[tokio::test]
+    async fn with_a_snapshot_codex_reads_it_as_its_workspace_from_the_scratch_dir() {
+        let (fake, env) = setup("read-snapshot");
+        let (snapshot, answer) = fake::review_snapshot::<CodexCli>(&fake, &env, true).await;
+
+        // The snapshot's text came back, through a command and the answer.
+        assert_eq!(answer.response.summary.as_deref(), Some(fake::SNAPSHOT_LIB));
+        assert_eq!(answer.tool_calls, Some(1));
+        assert_eq!(answer.notice, None);
+        let (workspace, cwd) = workspace_and_cwd(&fake);
+        assert_eq!(workspace, snapshot.path());
+        assert!(is_scratch(&cwd), "{}", cwd.display());
+        assert_eq!(fake.read("listing"), "schema.json\n");
+        // The probe ran first, as `codex sandbox -- true`.
+        assert_eq!(fake.read("sandbox-argv"), "<sandbox>\n<-->\n<true>\n");
+    }
+
+    #[tokio::test]
+    async fn where_the_sandbox_cannot_start_codex_reviews_the_diff_alone_and_says_why() {
+        let (fake, env) = setup("sandbox-broken");
+        let (snapshot, answer) = fake::review_snapshot::<CodexCli>(&fake, &env, false).await;
+
+        assert_eq!(answer.response.findings.len(), 1);
+        assert_eq!(
+            answer.notice.as_deref(),
+            Some(
+                "lens codex: codex cannot start its sandbox on this host, so it reviews the diff \
+                 alone (bwrap: Creating new namespace failed: nesting depth or \
+                 /proc/sys/user/max_*_namespaces exceeded (ENOSPC))"
+            )
+        );
+        // The workspace is the scratch dir, the one it runs in; the snapshot is not named.
+        let (workspace, cwd) = workspace_and_cwd(&fake);
+        assert!(is_scratch(&cwd), "{}", cwd.display());
+        assert_eq!(workspace.file_name(), cwd.file_name());
+        assert!(
+            !fake
+                .read("argv")
+                .contains(&*snapshot.path().to_string_lossy())
+        );
+    }
+
+    #[tokio::test]
+    async fn without_a_snapshot_the_sandbox_is_not_probed() {
+        let (fake, env) = setup("sandbox-broken");
+        let spec = fake.lens(BackendKind::CodexCli, None);
+        let answer = run(&spec, &fake::request("p"), &env).await.expect("ok");
+        assert_eq!(answer.notice, None);
+        assert!(!fake.path("sandbox-argv").exists());
+    }
+
+    #[tokio::test]
+    async fn the_probe_reports_the_sandbox_stderr_and_a_codex_that_cannot_start() {
+        let (fake, env) = setup("sandbox-broken");
+        let why = sandbox_works(Path::new(&fake.bin()), &env)
+            .await
+            .expect_err("broken");
+        assert!(says_sandbox_failed(&why), "{why}");
+        let why = sandbox_works(Path::new("/nonexistent/codex"), &env)
+            .await
+            .expect_err("missing");
+        assert!(why.contains("/nonexistent/codex"), "{why}");
+        let (fake, env) = setup("ok");
+        assert_eq!(sandbox_works(Path::new(&fake.bin()), &env).await, Ok(()));
+    }
+
+    #[test]
+    fn a_bwrap_error_is_a_sandbox_failure() {
+        assert!(says_sandbox_failed(
+            "bwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)\n"
+        ));
+        assert!(!says_sandbox_failed(
+            "touch: cannot touch 'x': Read-only file system\n"
+        ));
+    }
+
+    #[test]
+    fn the_package_path_is_quoted_as_toml() {
+        let pkg = Path::new(r#"/opt/odd "dir"\x/@openai"#);
+        let args = args(
+            Some("m"),
+            Path::new("/s"),
+            pkg,
+            Path::new("/schema.json"),
+            &[],
+        )
+        .expect("utf-8");
+        let filesystem = args
+            .iter()
+            .filter_map(|a| a.to_str())
+            .find(|a| a.starts_with("permissions.review.filesystem="))
+            .expect("the profile");
+        let (_, value) = filesystem.split_once('=').expect("key=value");
+        let parsed: toml::Table =
+            toml::from_str(&format!("v = {value}")).expect("the value is TOML");
+        let fs = parsed["v"].as_table().expect("a table");
+        assert_eq!(fs[r#"/opt/odd "dir"\x/@openai"#].as_str(), Some("read"));
+        assert_eq!(fs[":minimal"].as_str(), Some("read"));
+        assert_eq!(fs[":workspace_roots"]["."].as_str(), Some("read"));
+        assert_eq!(args.last().map(OsString::as_os_str), Some(OsStr::new("-")));
+    }
+
+    #[test]
+    fn the_package_dir_is_found_through_the_launcher_symlink() {
+        let dir = tempfile::TempDir::new().expect("temp");
+        let launcher = dir.path().join("node_modules/@openai/codex/bin/codex.js");
+        std::fs::create_dir_all(launcher.parent().expect("parent")).expect("dirs");
+        std::fs::write(&launcher, "").expect("launcher");
+        let bin_dir = dir.path().join("node_modules/.bin");
+        std::fs::create_dir_all(&bin_dir).expect(".bin");
+        std::os::unix::fs::symlink("../@openai/codex/bin/codex.js", bin_dir.join("codex"))
+            .expect("symlink");
+        let real = std::fs::canonicalize(dir.path().join("node_modules/@openai")).expect("real");
+        assert_eq!(package_dir(&bin_dir.join("codex")), Some(real));
+        // A codex outside any npm package: its own directory.
+        std::fs::write(dir.path().join("codex"), "").expect("bare");
+        let own = std::fs::canonicalize(dir.path()).expect("real");
+        assert_eq!(package_dir(&dir.path().join("codex")), Some(own));
+        assert_eq!(package_dir(&dir.path().join("missing")), None);
     }
 
     #[tokio::test]

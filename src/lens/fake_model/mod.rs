@@ -5,8 +5,42 @@
 //!
 //! Turn `i` answers a conversation that already holds `i` model turns (see [`wire`]), so
 //! retries, sub-agents and parallel requests never shift the script.
+//!
+//! `real_claude` and `real_codex` run the real CLIs as the `claude-cli` and `codex-cli` lenses
+//! run them (`agent_cli::run`) against this fake. What they did (claude 2.1.197, codex 0.171.0;
+//! the tests assert all of it):
+//!
+//! - Claude sends `HEAD /`, then one `POST /v1/messages?beta=true` (`"stream": true`) per model
+//!   turn, advertising exactly `Grep, Read` over a snapshot and no tool without one. A `Read`
+//!   outside the cwd, through a symlink to a file or through a symlinked directory is refused
+//!   with the `dontAsk` text and listed in the result's `permission_denials`; the run still
+//!   succeeds. A hard link to an outside file is read (the check is on the path). `Grep` for the
+//!   outside text answers "No files found". `Write`/`Bash` answer "No such tool available". No
+//!   hook ran, no MCP server was spawned, and no `CLAUDE.md`, `CLAUDE.local.md` or settings text
+//!   reached a request. `Glob` with an absolute pattern lists names anywhere, hence its absence.
+//! - Claude's result: one object; `result` is the final text verbatim. `num_turns` is not the
+//!   number of model requests (10 for 2 requests with 9 parallel calls): do not read it. An HTTP
+//!   400 gives exit 1, `is_error: true`, `api_error_status: 400`, `result: "API Error: 400 …"`;
+//!   `--max-turns 2` stops after 2 requests with exit 1 and `subtype: "error_max_turns"`.
+//! - Codex sends one `POST /v1/responses` (`stream: true`) per turn and nothing else; the body
+//!   has no `instructions` key, and `--output-schema` arrives verbatim as `text.format`
+//!   (`json_schema`, `strict: true`). Tools: `exec_command`, `write_stdin`,
+//!   `request_user_input`, `view_image`. Under the lens's permission profile, `cat` of an
+//!   outside path, a symlink out, a symlinked directory or `$CODEX_HOME/auth.json` says "No such
+//!   file or directory"; a hard link is read; `touch` fails "Read-only file system"; `env` holds
+//!   no provider key.
+//! - Codex's JSONL is not a complete record of commands: a command whose failure reads as a
+//!   sandbox denial ("Read-only file system") is sometimes missing from stdout altogether (no
+//!   `item.started` either; missing in every unloaded run, present under load) although the
+//!   model got its output. The answer is the last `agent_message`, usage is `turn.completed`'s;
+//!   the count of `command_execution` items is a sample.
+//! - Without user namespaces, every Codex command fails with `bwrap: Creating new namespace
+//!   failed…` (exit 1, that item did appear), the turn completes and the process exits 0 with
+//!   the model's answer: only the probe (`codex sandbox -- true`, exit 1, its stderr led by a
+//!   warning when `CODEX_HOME` is under `/tmp`) or a `bwrap:` item output tells. An HTTP 400
+//!   gives exit 1, an `error` event and `turn.failed` whose message is the provider's error body
+//!   re-encoded as JSON.
 
-pub(crate) mod read_only;
 mod real_claude;
 mod real_codex;
 pub(crate) mod snapshot;

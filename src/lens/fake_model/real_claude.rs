@@ -1,22 +1,26 @@
-//! Opt-in (`REVIEWBOT_REAL_CLI_DIR`): the real Claude Code, with the read-only argv, driven
-//! through a real tool loop by the fake model over a hostile snapshot.
+//! Opt-in (`REVIEWBOT_REAL_CLI_DIR`): the real Claude Code run as the `claude-cli` lens runs it
+//! (its argv, working directory, environment and prompt), pointed at the fake model and driven
+//! through a real tool loop over a hostile snapshot.
 
 use std::ffi::OsString;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::read_only::{CLAUDE_QUIET_ENV, CLAUDE_TOOLS, claude_read_only_args};
 use super::snapshot::{HARDLINK_SECRET, Hostile, OUTDIR_SECRET, OUTSIDE_SECRET, UNDIFFED};
 use super::{FakeModel, ToolCall, Turn};
-use crate::lens::cli_env::fake::real_cli;
-use crate::lens::contract::LensResponse;
-use crate::lens::process::{self, ProcessOutput, ProcessSpec};
+use crate::lens::agent_cli;
+use crate::lens::claude::{self, ClaudeCli, READ_TOOLS};
+use crate::lens::cli_env::CliEnv;
+use crate::lens::cli_env::fake::{self, real_cli, repository_note};
+use crate::lens::process::{self, DEFAULT_MAX_OUTPUT, ProcessOutput, ProcessSpec};
+use crate::lens::{Answer, BackendKind, Failure, FailureKind, LensRequest, LensSpec};
 
-/// The fake API key: it must reach no request body (only the `x-api-key` header).
 const MODEL: &str = "claude-fake-1";
 
+/// The fake API key: it must reach no request body (only the `x-api-key` header).
 const API_KEY: &str = "sk-ant-api03-FAKE_KEY_MARKER_3e7d";
 
 pub(super) const LENS_JSON: &str = r#"{"findings":[{"path":"src/lib.rs","line":2,"start_line":null,"side":"RIGHT","severity":"advisory","confidence":"low","title":"b is unused","body":"Nothing calls b."}],"summary":"One note."}"#;
@@ -25,59 +29,76 @@ pub(super) const LENS_JSON: &str = r#"{"findings":[{"path":"src/lib.rs","line":2
 const DONT_ASK: &str =
     "Permission to use Read has been denied because Claude Code is running in don't ask mode";
 
-/// Runs `claude` with the read-only argv in the snapshot, against `fake`, and shows the run.
-async fn run_read_only(
-    bin: &Path,
-    max_turns: u32,
-    hostile: &Hostile,
-    fake: &FakeModel,
-) -> ProcessOutput {
-    let out = run_claude(bin, claude_read_only_args(MODEL, max_turns), hostile, fake).await;
-    show(fake, &out);
-    out
+/// A lens of `kind` running the real `bin` with `model`.
+pub(super) fn lens(kind: BackendKind, bin: &Path, model: &str) -> LensSpec {
+    let mut spec = LensSpec::new("real", kind);
+    spec.bin = Some(bin.to_string_lossy().into_owned());
+    spec.model = Some(model.to_owned());
+    spec.timeout = Duration::from_secs(60);
+    spec
 }
 
-/// stdout as the one result object it must be.
-fn result_object(out: &ProcessOutput) -> Value {
-    serde_json::from_slice(&out.stdout).expect("one JSON object")
+/// The lens's request, over `snapshot` when there is one.
+pub(super) fn request(snapshot: Option<&Path>) -> LensRequest {
+    LensRequest {
+        checkout: snapshot.map(Arc::from),
+        ..fake::request("Review the change to src/lib.rs. Answer with the lens JSON.")
+    }
 }
 
-/// Runs `claude` with `args` in the snapshot, against `fake`, the prompt on stdin.
-async fn run_claude(
+/// The lens's environment: `PATH`, the hostile snapshot's fresh `HOME`, and the fake as the API.
+fn env(hostile: &Hostile, fake: &FakeModel) -> CliEnv {
+    fake::real_env(&hostile.home(), &[]).with_fake_model(
+        vec![
+            ("ANTHROPIC_BASE_URL".into(), fake.url().into()),
+            ("ANTHROPIC_API_KEY".into(), API_KEY.into()),
+        ],
+        Vec::new(),
+    )
+}
+
+/// Runs the `claude-cli` lens against `fake`, over the snapshot when `read`, with up to
+/// `max_tool_calls` tool rounds, and shows the run.
+async fn review(
     bin: &Path,
-    args: Vec<OsString>,
     hostile: &Hostile,
     fake: &FakeModel,
-) -> ProcessOutput {
-    let mut spec = ProcessSpec::new(bin, hostile.snapshot(), Duration::from_secs(60));
-    spec.args = args;
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
-    spec.env = vec![
-        ("PATH".into(), path),
-        ("HOME".into(), hostile.home().into()),
-        ("ANTHROPIC_API_KEY".into(), API_KEY.into()),
-        ("ANTHROPIC_BASE_URL".into(), fake.url().into()),
-    ];
-    spec.env
-        .extend(CLAUDE_QUIET_ENV.map(|(k, v)| (k.into(), v.into())));
-    spec.stdin = b"Review the change to src/lib.rs. Answer with the lens JSON.".to_vec();
-    process::run(spec).await.expect("claude ran")
+    read: bool,
+    max_tool_calls: u32,
+) -> Result<Answer, Failure> {
+    let spec = lens(BackendKind::ClaudeCli, bin, MODEL);
+    let snapshot = hostile.snapshot();
+    let req = request(read.then_some(snapshot.as_path()));
+    let env = env(hostile, fake);
+    let answer =
+        agent_cli::run::<ClaudeCli>(&spec, &req, &env, max_tool_calls, DEFAULT_MAX_OUTPUT).await;
+    show(fake, &answer);
+    answer
 }
 
 fn read(id: &str, path: &Path) -> ToolCall {
     ToolCall::new(id, "Read", json!({"file_path": path}))
 }
 
-/// For `--nocapture`: what the CLI sent and printed.
-pub(super) fn show(fake: &FakeModel, out: &ProcessOutput) {
-    eprintln!(
-        "{}exit {:?} in {:?}\nstdout:\n{}\nstderr: {}",
-        fake.summary(),
-        out.status.code(),
-        out.elapsed,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+/// For `--nocapture`: what the CLI sent and what the lens made of it.
+pub(super) fn show(fake: &FakeModel, answer: &Result<Answer, Failure>) {
+    eprintln!("{}lens: {answer:?}", fake.summary());
+}
+
+/// The one lens finding [`LENS_JSON`] holds.
+pub(super) fn assert_lens_json(answer: &Answer) {
+    assert_eq!(answer.raw, LENS_JSON);
+    assert_eq!(answer.response.findings.len(), 1);
+    assert_eq!(answer.response.findings[0].title, "b is unused");
+    assert_eq!(answer.response.summary.as_deref(), Some("One note."));
+}
+
+/// Whether some request's user text holds the prompt's note on reading the repository.
+pub(super) fn told(fake: &FakeModel, reads: bool) -> bool {
+    let note = repository_note(reads);
+    fake.model_requests()
+        .iter()
+        .any(|r| r.user_text.iter().any(|t| t.contains(&note)))
 }
 
 #[tokio::test]
@@ -115,19 +136,20 @@ async fn real_claude_reads_the_snapshot_and_nothing_outside() {
         Turn::text(LENS_JSON),
     ]);
     let before = hostile.listing();
-    let out = run_read_only(&bin, 3, &hostile, &fake).await;
+    let answer = review(&bin, &hostile, &fake, true, 2)
+        .await
+        .expect("an answer");
 
-    // stdout is one result object whose `result` is the lens JSON.
-    assert!(out.status.success(), "exit {:?}", out.status.code());
-    let result = result_object(&out);
-    assert_eq!(result["type"], "result");
-    assert_eq!(result["subtype"], "success");
-    assert_eq!(result["is_error"], false);
-    let text = result["result"].as_str().expect("result text");
-    assert_eq!(text, LENS_JSON);
-    serde_json::from_str::<LensResponse>(text).expect("a lens response");
+    // The lens read the answer, and has nothing to add.
+    assert_lens_json(&answer);
+    assert_eq!((answer.tool_calls, &answer.notice), (None, &None));
+    assert_eq!(answer.model.as_deref(), Some(MODEL));
+    assert!(
+        told(&fake, true),
+        "the prompt does not say it reads the repository"
+    );
 
-    // Exactly the read-only tools, in every model request.
+    // Exactly the read tools, in every model request.
     let requests = fake.model_requests();
     assert_eq!(requests.len(), 2, "one tool round, then the answer");
     for r in &requests {
@@ -136,7 +158,7 @@ async fn real_claude_reads_the_snapshot_and_nothing_outside() {
         tools.sort();
         assert_eq!(tools, ["Grep", "Read"]);
     }
-    assert_eq!(CLAUDE_TOOLS, "Read,Grep");
+    assert_eq!(READ_TOOLS, "Read,Grep");
 
     let result_of = |id: &str| {
         fake.tool_result(id)
@@ -184,8 +206,33 @@ async fn real_claude_reads_the_snapshot_and_nothing_outside() {
     hostile.assert_inert(&before, &fake, &["FAKE_KEY_MARKER"]);
 }
 
-/// Why [`CLAUDE_TOOLS`] leaves `Glob` out: with an absolute `pattern` it lists names anywhere
-/// (contents stay refused), which no permission rule on the command line stops.
+/// Without a snapshot the lens runs in its empty scratch directory and the model gets no tool.
+#[tokio::test]
+async fn real_claude_on_the_diff_alone_has_no_tools() {
+    let Some(bin) = real_cli("claude", "real_claude_on_the_diff_alone_has_no_tools") else {
+        return;
+    };
+    let hostile = Hostile::new();
+    let fake = FakeModel::start(vec![Turn::text(LENS_JSON)]);
+    let before = hostile.listing();
+    let answer = review(&bin, &hostile, &fake, false, 40)
+        .await
+        .expect("an answer");
+    assert_lens_json(&answer);
+    let requests = fake.model_requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].tools, Vec::<String>::new());
+    assert!(told(&fake, false), "the prompt does not say diff alone");
+    assert!(!told(&fake, true));
+    // Not even the snapshot's path reached the model.
+    let path = hostile.snapshot().display().to_string();
+    assert_eq!(fake.bodies_containing(&path), Vec::<String>::new());
+    hostile.assert_inert(&before, &fake, &["FAKE_KEY_MARKER", UNDIFFED]);
+}
+
+/// Why [`READ_TOOLS`] leaves `Glob` out: with an absolute `pattern` it lists names anywhere
+/// (contents stay refused), which no permission rule on the command line stops. The lens's
+/// own argv, with `Glob` added; the rest as the lens runs it.
 #[tokio::test]
 async fn glob_with_an_absolute_pattern_lists_names_outside() {
     let Some(bin) = real_cli(
@@ -207,14 +254,20 @@ async fn glob_with_an_absolute_pattern_lists_names_outside() {
         ]),
         Turn::text(LENS_JSON),
     ]);
-    let mut args = claude_read_only_args(MODEL, 3);
+    let mut args = claude::args(Some(MODEL), 3, true);
     let tools = args
         .iter_mut()
-        .find(|a| *a == CLAUDE_TOOLS)
+        .find(|a| *a == READ_TOOLS)
         .expect("the tools value");
     *tools = "Read,Grep,Glob".into();
     let out = run_claude(&bin, args, &hostile, &fake).await;
-    show(&fake, &out);
+    eprintln!(
+        "{}exit {:?}\nstdout:\n{}\nstderr: {}",
+        fake.summary(),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.status.success(), "exit {:?}", out.status.code());
     let mut tools = fake.model_requests()[0].tools.clone();
     tools.sort();
@@ -234,7 +287,22 @@ async fn glob_with_an_absolute_pattern_lists_names_outside() {
     assert!(!inside.text.contains("link_secret"), "{inside:?}");
 }
 
-/// What the lens reads when the API refuses a request, and when the turn cap is reached.
+/// Runs `claude args` in the snapshot as the lens would (its environment and quiet variables),
+/// the prompt on stdin.
+async fn run_claude(
+    bin: &Path,
+    args: Vec<OsString>,
+    hostile: &Hostile,
+    fake: &FakeModel,
+) -> ProcessOutput {
+    let mut spec = ProcessSpec::new(bin, hostile.snapshot(), Duration::from_secs(60));
+    spec.args = args;
+    spec.env = agent_cli::child_env::<ClaudeCli>(&env(hostile, fake));
+    spec.stdin = request(None).prompt.into_bytes();
+    process::run(spec).await.expect("claude ran")
+}
+
+/// What the lens makes of an API that refuses a request, and of the turn cap.
 #[tokio::test]
 async fn real_claude_reports_api_errors_and_the_turn_cap() {
     let Some(bin) = real_cli("claude", "real_claude_reports_api_errors_and_the_turn_cap") else {
@@ -246,25 +314,30 @@ async fn real_claude_reports_api_errors_and_the_turn_cap() {
         "invalid_request_error",
         "fake bad request",
     )]);
-    let out = run_read_only(&bin, 3, &hostile, &fake).await;
-    assert_eq!(out.status.code(), Some(1));
-    let result = result_object(&out);
-    assert_eq!(result["is_error"], true);
-    assert_eq!(result["api_error_status"], 400);
-    assert_eq!(result["result"], "API Error: 400 fake bad request");
+    let f = review(&bin, &hostile, &fake, true, 2)
+        .await
+        .expect_err("a failure");
+    assert_eq!(f.kind, FailureKind::Fatal);
+    assert_eq!(
+        f.message,
+        "claude: API error 400: API Error: 400 fake bad request"
+    );
 
-    // A model that keeps calling tools: `--max-turns 2` allows two model requests.
+    // A model that keeps calling tools: one tool round allowed, so two model requests.
     let read = |id: &str| read(id, &hostile.snapshot().join("src/lib.rs"));
     let fake = FakeModel::start(vec![
         Turn::calls([read("r0")]),
         Turn::calls([read("r1")]),
         Turn::calls([read("r2")]),
     ]);
-    let out = run_read_only(&bin, 2, &hostile, &fake).await;
-    assert_eq!(out.status.code(), Some(1));
+    let f = review(&bin, &hostile, &fake, true, 1)
+        .await
+        .expect_err("a failure");
     assert_eq!(fake.model_requests().len(), 2);
-    let result = result_object(&out);
-    assert_eq!(result["subtype"], "error_max_turns");
-    assert_eq!(result["is_error"], true);
-    assert_eq!(result["terminal_reason"], "max_turns");
+    assert_eq!(f.kind, FailureKind::Fatal);
+    assert!(
+        f.message.starts_with("claude stopped with error_max_turns"),
+        "{}",
+        f.message
+    );
 }

@@ -1,5 +1,7 @@
-//! Opt-in (`REVIEWBOT_REAL_CLI_DIR`): the real Codex, with the read-only argv and its sandbox,
-//! driven through a real tool loop by the fake model over a hostile snapshot.
+//! Opt-in (`REVIEWBOT_REAL_CLI_DIR`): the real Codex run as the `codex-cli` lens runs it (its
+//! argv, permission profile, working directory, environment and prompt), pointed at the fake
+//! model and driven through a real tool loop over a hostile snapshot; and the lens on a host
+//! where Codex's sandbox cannot start.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -7,15 +9,16 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::read_only::{
-    Sandbox, codex_package_dir, codex_read_only_args, codex_sandbox, probe, says_sandbox_failed,
-};
-use super::real_claude::{LENS_JSON, show};
+use super::real_claude::{LENS_JSON, assert_lens_json, lens, request, show, told};
 use super::snapshot::{HARDLINK_SECRET, Hostile, OUTDIR_SECRET, OUTSIDE_SECRET, UNDIFFED};
 use super::{FakeModel, ToolCall, Turn};
-use crate::lens::cli_env::fake::real_cli;
+use crate::lens::agent_cli;
+use crate::lens::cli_env::CliEnv;
+use crate::lens::cli_env::fake::{self, Fake, real_cli};
+use crate::lens::codex::{CodexCli, sandbox_works, says_sandbox_failed};
 use crate::lens::contract::response_schema;
-use crate::lens::process::{self, ProcessOutput, ProcessSpec};
+use crate::lens::process::{self, DEFAULT_MAX_OUTPUT, ProcessSpec};
+use crate::lens::{Answer, BackendKind, Failure, FailureKind};
 
 /// The variable the custom provider reads its key from, and the key: neither may reach a
 /// command's environment or a request body.
@@ -24,92 +27,54 @@ const KEY: &str = "sk-fake-PROVIDER_KEY_MARKER_8b2f";
 /// In `$CODEX_HOME/auth.json`.
 const AUTH_MARKER: &str = "AUTH_JSON_MARKER_d90c";
 
-/// The custom provider pointing at the fake (Responses API), as `-c` overrides.
-fn provider_args(fake: &FakeModel) -> [OsString; 4] {
-    let provider = format!(
-        r#"model_providers.fake={{name="fake", base_url="{}", env_key="{KEY_VAR}", wire_api="responses"}}"#,
-        fake.v1_url()
-    );
-    ["-c", "model_provider=fake", "-c", &provider].map(OsString::from)
-}
-
-/// Everything a Codex run needs, for one hostile snapshot.
-pub(super) struct CodexRun {
-    pub(super) bin: PathBuf,
-    pub(super) hostile: Hostile,
-    schema: PathBuf,
+/// Everything a Codex lens needs, for one hostile snapshot.
+struct CodexRun {
+    bin: PathBuf,
+    hostile: Hostile,
 }
 
 impl CodexRun {
-    pub(super) fn new(bin: PathBuf) -> Self {
+    fn new(bin: PathBuf) -> Self {
         let hostile = Hostile::new();
-        let schema = hostile.root().join("schema.json");
-        std::fs::write(&schema, response_schema().to_string()).expect("schema");
         std::fs::write(
             hostile.codex_home().join("auth.json"),
             json!({"OPENAI_API_KEY": AUTH_MARKER}).to_string(),
         )
         .expect("auth.json");
-        Self {
-            bin,
-            hostile,
-            schema,
-        }
+        Self { bin, hostile }
     }
 
-    /// The environment: `PATH`, a fresh `HOME` and `CODEX_HOME`, the provider key.
-    pub(super) fn env(&self) -> Vec<(OsString, OsString)> {
-        let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
-        vec![
-            ("PATH".into(), path),
-            ("HOME".into(), self.hostile.home().into()),
-            ("CODEX_HOME".into(), self.hostile.codex_home().into()),
-            (KEY_VAR.into(), KEY.into()),
-        ]
+    /// The lens's environment: `PATH`, a fresh `HOME` and `CODEX_HOME`, and the fake as a
+    /// custom model provider (Responses API) whose key is in [`KEY_VAR`].
+    fn env(&self, fake: &FakeModel) -> CliEnv {
+        let home = self.hostile.home();
+        let codex_home = self.hostile.codex_home();
+        let provider = format!(
+            r#"model_providers.fake={{name="fake", base_url="{}", env_key="{KEY_VAR}", wire_api="responses"}}"#,
+            fake.v1_url()
+        );
+        fake::real_env(&home, &[("CODEX_HOME", &codex_home)]).with_fake_model(
+            vec![(KEY_VAR.into(), KEY.into())],
+            ["-c", "model_provider=fake", "-c", &provider]
+                .map(OsString::from)
+                .into(),
+        )
     }
 
-    /// The read-only argv with the fake as provider, before the final `-`.
-    pub(super) fn args(&self, fake: &FakeModel) -> Vec<OsString> {
-        let pkg = codex_package_dir(&self.bin).expect("the codex launcher is in @openai");
-        let mut args =
-            codex_read_only_args(&self.hostile.snapshot(), "gpt-fake-1", &pkg, &self.schema)
-                .expect("utf-8 paths");
-        let stdin = args.pop();
-        assert_eq!(stdin.as_deref(), Some("-".as_ref()));
-        args.extend(provider_args(fake));
-        args.push("-".into());
-        args
-    }
-
-    /// Runs `program args` (codex, or a wrapper around it) from `HOME`, the prompt on stdin.
-    pub(super) async fn run(&self, program: &Path, args: Vec<OsString>) -> ProcessOutput {
-        let mut spec = ProcessSpec::new(program, self.hostile.home(), Duration::from_secs(60));
-        spec.args = args;
-        spec.env = self.env();
-        spec.stdin = b"Review the change to src/lib.rs. Answer with the lens JSON.".to_vec();
-        process::run(spec).await.expect("codex ran")
+    /// Runs the `codex-cli` lens with `bin` (the real codex, or a wrapper around it) over the
+    /// snapshot, against `fake`, and shows the run.
+    async fn review(&self, bin: &Path, fake: &FakeModel) -> Result<Answer, Failure> {
+        let spec = lens(BackendKind::CodexCli, bin, "gpt-fake-1");
+        let req = request(Some(&self.hostile.snapshot()));
+        let answer =
+            agent_cli::run::<CodexCli>(&spec, &req, &self.env(fake), 40, DEFAULT_MAX_OUTPUT).await;
+        show(fake, &answer);
+        answer
     }
 }
 
 fn exec(id: &str, cmd: &str) -> ToolCall {
     ToolCall::new(id, "exec_command", json!({"cmd": cmd}))
-}
-
-/// Every JSONL event on stdout.
-pub(super) fn events(stdout: &[u8]) -> Vec<Value> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
-}
-
-/// The `item.completed` items of `kind`.
-pub(super) fn completed<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events
-        .iter()
-        .filter(|e| e["type"] == "item.completed" && e["item"]["type"] == kind)
-        .map(|e| &e["item"])
-        .collect()
 }
 
 #[tokio::test]
@@ -118,9 +83,6 @@ async fn real_codex_reads_the_snapshot_and_nothing_outside() {
         return;
     };
     let run = CodexRun::new(bin);
-    // Hosts that forbid unprivileged user namespaces cannot run a `codex-cli` lens at all.
-    let sandbox = codex_sandbox(&run.bin, &run.env()).await;
-    assert_eq!(sandbox, Sandbox::Works, "Codex's sandbox cannot start here");
     let outside = run.hostile.outside();
     let codex_home = run.hostile.codex_home();
     let fake = FakeModel::start(vec![
@@ -142,51 +104,27 @@ async fn real_codex_reads_the_snapshot_and_nothing_outside() {
         ]),
         Turn::text(LENS_JSON),
     ]);
+    // Hosts that forbid unprivileged user namespaces cannot let a `codex-cli` lens read.
+    let probe = sandbox_works(&run.bin, &run.env(&fake)).await;
+    assert_eq!(probe, Ok(()), "Codex's sandbox cannot start here");
     let before = run.hostile.listing();
-    let out = run.run(&run.bin, run.args(&fake)).await;
-    show(&fake, &out);
-    assert!(out.status.success(), "exit {:?}", out.status.code());
+    let answer = run.review(&run.bin, &fake).await.expect("an answer");
 
-    // What the lens reads from stdout.
-    let events = events(&out.stdout);
-    let commands = completed(&events, "command_execution");
-    // Seven or eight: a command whose failure reads as a sandbox denial (`touch x`: "Read-only
-    // file system") is sometimes left out of the JSONL stream (no `item.started` either),
-    // although its output reached the model. The stream is no complete record of commands.
-    assert!((7..=8).contains(&commands.len()), "{commands:?}");
-    for c in &commands {
-        assert!(
-            c["command"].is_string() && c["aggregated_output"].is_string(),
-            "{c}"
-        );
-        assert!(c["exit_code"].is_i64(), "{c}");
-        let ok = c["exit_code"] == 0;
-        assert_eq!(c["status"], if ok { "completed" } else { "failed" }, "{c}");
-    }
-    let helper = commands
-        .iter()
-        .find(|c| {
-            c["command"]
-                .as_str()
-                .is_some_and(|s| s.contains("helpers.rs"))
-        })
-        .expect("the helper's cat");
-    assert_eq!(helper["exit_code"], 0);
-    let messages = completed(&events, "agent_message");
-    assert_eq!(messages.last().map(|m| &m["text"]), Some(&json!(LENS_JSON)));
-    let turn = events
-        .iter()
-        .find(|e| e["type"] == "turn.completed")
-        .expect("turn.completed");
+    // What the lens read from the JSONL stream.
+    assert_lens_json(&answer);
+    assert_eq!(answer.notice, None);
+    // Seven or eight commands: one whose failure reads as a sandbox denial (`touch x`:
+    // "Read-only file system") is sometimes left out of the stream (no `item.started` either),
+    // although its output reached the model. The count is a sample, not a record.
+    let calls = answer.tool_calls.expect("codex counts its commands");
+    assert!((7..=8).contains(&calls), "{calls}");
+    let usage = answer.usage.expect("usage");
+    assert!(usage.input_tokens > 0, "{usage:?}");
     assert!(
-        turn["usage"]["input_tokens"]
-            .as_u64()
-            .is_some_and(|n| n > 0),
-        "{turn}"
+        told(&fake, true),
+        "the prompt does not say it reads the repository"
     );
-    assert!(turn["usage"]["output_tokens"].as_u64().is_some(), "{turn}");
 
-    // The model saw exactly these tools.
     let requests = fake.model_requests();
     assert_eq!(requests.len(), 2, "one tool round, then the answer");
     // `--output-schema` reaches the model as a strict `text.format`.
@@ -195,6 +133,7 @@ async fn real_codex_reads_the_snapshot_and_nothing_outside() {
     assert_eq!(format["type"], "json_schema");
     assert_eq!(format["strict"], true);
     assert_eq!(format["schema"], response_schema());
+    // The model saw exactly these tools.
     for r in &requests {
         assert_eq!(r.path, "/v1/responses");
         let mut tools = r.tools.clone();
@@ -237,79 +176,118 @@ async fn real_codex_reads_the_snapshot_and_nothing_outside() {
         .assert_inert(&before, &fake, &["PROVIDER_KEY_MARKER"]);
 }
 
-/// Runs a program with user namespaces taken away from it (and only from it): in a child user
-/// namespace, `max_user_namespaces` is set to 0, so `bwrap` cannot create its own.
-const NO_NAMESPACES: &str = r#"echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" "$@""#;
-
-fn without_namespaces(codex: &Path, args: Vec<OsString>) -> Vec<OsString> {
-    let mut wrapped: Vec<OsString> = ["-Ur", "sh", "-c", NO_NAMESPACES]
-        .map(OsString::from)
-        .into();
-    wrapped.push(codex.into());
-    wrapped.extend(args);
-    wrapped
-}
-
-#[tokio::test]
-async fn real_codex_without_a_sandbox_reads_nothing_and_the_probe_says_so() {
-    let Some(bin) = real_cli(
-        "codex",
-        "real_codex_without_a_sandbox_reads_nothing_and_the_probe_says_so",
-    ) else {
-        return;
-    };
-    let unshare = Path::new("unshare");
-    let run = CodexRun::new(bin);
-    // The simulation needs a user namespace of its own; where there is none, the test above
-    // already fails on the probe.
-    let mut check = ProcessSpec::new(unshare, run.hostile.home(), Duration::from_secs(10));
-    check.args = without_namespaces(Path::new("true"), Vec::new());
-    check.env = run.env();
+/// The real codex behind the `without-namespaces` wrapper (see its header) in `mode`, or `None`
+/// after saying why the test is skipped: the wrapper needs a user namespace of its own.
+async fn without_namespaces(bin: &Path, mode: &str, test: &str) -> Option<Fake> {
+    let mut check = ProcessSpec::new("unshare", ".", Duration::from_secs(10));
+    check.args = [
+        "-Ur",
+        "sh",
+        "-c",
+        "echo 0 > /proc/sys/user/max_user_namespaces",
+    ]
+    .map(OsString::from)
+    .into();
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    check.env = vec![("PATH".into(), path)];
     if !process::run(check).await.is_ok_and(|o| o.status.success()) {
         use std::io::Write;
         let _ = writeln!(
             std::io::stderr(),
-            "SKIPPED real_codex_without_a_sandbox_reads_nothing_and_the_probe_says_so: \
-             `unshare -Ur` cannot create a user namespace here"
+            "SKIPPED {test}: `unshare -Ur` cannot create a user namespace here"
         );
-        return;
+        return None;
     }
+    let wrapper = Fake::new("without-namespaces", mode);
+    std::fs::write(wrapper.path("real"), bin.as_os_str().as_encoded_bytes()).expect("real");
+    Some(wrapper)
+}
+
+/// A host where Codex's sandbox cannot start: the lens's probe says so, the lens reviews the
+/// diff alone (its workspace is the scratch directory, its prompt says so) and its notice says
+/// why.
+#[tokio::test]
+async fn real_codex_whose_sandbox_cannot_start_reviews_the_diff_alone() {
+    const TEST: &str = "real_codex_whose_sandbox_cannot_start_reviews_the_diff_alone";
+    let Some(bin) = real_cli("codex", TEST) else {
+        return;
+    };
+    let Some(wrapper) = without_namespaces(&bin, "all", TEST).await else {
+        return;
+    };
+    let run = CodexRun::new(bin);
+    let fake = FakeModel::start(vec![Turn::text(LENS_JSON)]);
+    let wrapped = PathBuf::from(wrapper.bin());
+    let why = sandbox_works(&wrapped, &run.env(&fake))
+        .await
+        .expect_err("the probe must fail");
+    assert!(says_sandbox_failed(&why), "{why}");
+
+    let before = run.hostile.listing();
+    let answer = run.review(&wrapped, &fake).await.expect("an answer");
+    assert_lens_json(&answer);
+    assert_eq!(answer.tool_calls, Some(0));
+    let notice = answer.notice.as_deref().expect("a notice");
+    // Why: the tail of the probe's stderr (after a warning of codex's own, under `/tmp`).
+    assert!(
+        notice.starts_with(
+            "lens real: codex cannot start its sandbox on this host, so it reviews the diff alone ("
+        ) && notice.contains("bwrap: Creating new namespace failed"),
+        "{notice}"
+    );
+    let argv = wrapper.argv();
+    let c = argv.iter().position(|a| a == "-C").expect("-C");
+    let workspace = Path::new(&argv[c + 1]);
+    let leaf = workspace.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    assert!(
+        leaf.starts_with("reviewbot-codex-"),
+        "{}",
+        workspace.display()
+    );
+    assert!(told(&fake, false), "the prompt does not say diff alone");
+    assert!(!told(&fake, true));
+    let snapshot = run.hostile.snapshot().display().to_string();
+    assert_eq!(fake.bodies_containing(&snapshot), Vec::<String>::new());
+    run.hostile
+        .assert_inert(&before, &fake, &["PROVIDER_KEY_MARKER", UNDIFFED]);
+}
+
+/// Where the probe passes but the review's commands cannot start their sandbox, Codex fails
+/// closed and quietly (the turn still completes with an answer): the lens fails, as it read
+/// nothing.
+#[tokio::test]
+async fn real_codex_whose_commands_cannot_start_the_sandbox_fails_the_lens() {
+    const TEST: &str = "real_codex_whose_commands_cannot_start_the_sandbox_fails_the_lens";
+    let Some(bin) = real_cli("codex", TEST) else {
+        return;
+    };
+    let Some(wrapper) = without_namespaces(&bin, "probe-passes", TEST).await else {
+        return;
+    };
+    let run = CodexRun::new(bin);
     let fake = FakeModel::start(vec![
         Turn::calls([exec("in_snapshot", "cat src/util/helpers.rs")]),
         Turn::text(LENS_JSON),
     ]);
-    let out = run
-        .run(unshare, without_namespaces(&run.bin, run.args(&fake)))
-        .await;
-    show(&fake, &out);
-    // Codex fails closed and quietly: the command never ran, the turn still completes.
-    assert!(out.status.success(), "exit {:?}", out.status.code());
+    let f = run
+        .review(Path::new(&wrapper.bin()), &fake)
+        .await
+        .expect_err("a failure");
+    assert_eq!(f.kind, FailureKind::Fatal);
+    assert!(
+        f.message.contains("sandbox could not start"),
+        "{}",
+        f.message
+    );
     let result = fake.tool_result("in_snapshot").expect("a result");
     assert!(says_sandbox_failed(&result.text), "{result:?}");
     assert!(!result.text.contains(UNDIFFED));
-    let events = events(&out.stdout);
-    let commands = completed(&events, "command_execution");
-    assert_eq!(commands.len(), 1, "{commands:?}");
-    assert_eq!(commands[0]["exit_code"], 1);
-    let output = commands[0]["aggregated_output"].as_str().expect("output");
-    assert!(says_sandbox_failed(output), "{output}");
-    let messages = completed(&events, "agent_message");
-    assert_eq!(messages.last().map(|m| &m["text"]), Some(&json!(LENS_JSON)));
-
-    // The probe, run the same way, says so before any lens runs.
-    let probe = probe(
-        unshare.as_os_str(),
-        &without_namespaces(&run.bin, Vec::new()),
-        &run.env(),
-    )
-    .await;
-    match probe {
-        Sandbox::Broken { detail } => assert!(says_sandbox_failed(&detail), "{detail}"),
-        Sandbox::Works => panic!("the probe missed a sandbox that cannot start"),
-    }
+    // The model was told it could read, and did get an answer in.
+    assert!(told(&fake, true));
+    assert_eq!(fake.model_requests().len(), 2);
 }
 
-/// What the lens reads when the provider refuses a request.
+/// What the lens makes of a provider that refuses a request.
 #[tokio::test]
 async fn real_codex_reports_api_errors() {
     let Some(bin) = real_cli("codex", "real_codex_reports_api_errors") else {
@@ -321,15 +299,12 @@ async fn real_codex_reports_api_errors() {
         "invalid_request_error",
         "fake bad request",
     )]);
-    let out = run.run(&run.bin, run.args(&fake)).await;
-    show(&fake, &out);
-    assert_eq!(out.status.code(), Some(1));
-    let events = events(&out.stdout);
-    let failed = events
-        .iter()
-        .find(|e| e["type"] == "turn.failed")
-        .expect("turn.failed");
-    let message = failed["error"]["message"].as_str().expect("a message");
-    assert!(message.contains("fake bad request"), "{message}");
-    assert!(completed(&events, "agent_message").is_empty());
+    let f = run.review(&run.bin, &fake).await.expect_err("a failure");
+    assert_eq!(f.kind, FailureKind::Fatal);
+    assert!(
+        f.message.starts_with("codex's turn failed: "),
+        "{}",
+        f.message
+    );
+    assert!(f.message.contains("fake bad request"), "{}", f.message);
 }
