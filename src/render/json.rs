@@ -25,6 +25,8 @@ struct Document<'a> {
     carried_over: &'a [Carried],
     scope: Option<String>,
     context: ContextOut,
+    /// Findings dropped because the file at the head holds nowhere the code they quote.
+    dropped_unfounded: usize,
 }
 
 /// What the lenses could read beyond the diff (`docs/contract.md` "Repository context").
@@ -99,6 +101,7 @@ pub fn render(report: &Report) -> String {
             left_out: report.context.left_out.total(),
             note: crate::render::notice::context_note(&report.context).map(|n| clean(&n)),
         },
+        dropped_unfounded: report.dropped_unfounded,
     };
     // Serialising plain data with string keys cannot fail.
     let mut out = serde_json::to_string_pretty(&doc).unwrap_or_default();

@@ -119,3 +119,72 @@ fn claude_and_codex_lenses_run_and_merge_with_their_provenance() {
     assert!(claude_env.contains("CLAUDE_CODE_OAUTH_TOKEN=oauth-for-claude-only"));
     assert!(!codex_env.contains("oauth-for-claude-only"));
 }
+
+/// The two CLI lenses with `review --diff … --checkout DIR`: each reads its file from the
+/// snapshot, and what each says it checked is posted under its name.
+#[test]
+fn with_checkout_each_cli_lens_reads_the_directory_and_its_summary_is_posted() {
+    let (_claude_dir, claude) = fake("claude", "read-snapshot");
+    let (_codex_dir, codex) = fake("codex", "read-snapshot");
+    let work = tempfile::tempdir().unwrap();
+    let checkout = work.path().join("checkout");
+    std::fs::create_dir_all(checkout.join("src")).unwrap();
+    std::fs::write(
+        checkout.join("src/lib.rs"),
+        "fn a() {}\nfn b() {}\n// CALLER_MARKER_93 calls b\n",
+    )
+    .unwrap();
+    let config = work.path().join("panel.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[lens]]\nname = \"claude\"\nbackend = \"claude-cli\"\nbin = \"{}\"\n\n\
+             [[lens]]\nname = \"terra\"\nbackend = \"codex-cli\"\nbin = \"{}\"\n",
+            claude.display(),
+            codex.display()
+        ),
+    )
+    .unwrap();
+    let diff = work.path().join("change.diff");
+    std::fs::write(&diff, DIFF).unwrap();
+    let run = |format: &str| {
+        Command::new(env!("CARGO_BIN_EXE_reviewbot"))
+            .args(["review", "--diff"])
+            .arg(&diff)
+            .arg("--checkout")
+            .arg(&checkout)
+            .arg("--config")
+            .arg(&config)
+            .args(["--format", format])
+            .current_dir(work.path())
+            .env_remove("CODEX_HOME")
+            .env_remove("REVIEWBOT_CONFIG")
+            .output()
+            .unwrap()
+    };
+    let o = run("markdown");
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for lens in ["claude", "terra"] {
+        let line = md
+            .lines()
+            .find(|l| l.starts_with(&format!("**{lens}:**")))
+            .unwrap_or_else(|| panic!("no summary of {lens}:\n{md}"));
+        assert!(line.contains("CALLER_MARKER_93"), "{line}");
+    }
+    let doc: Value = serde_json::from_slice(&run("json").stdout).unwrap();
+    assert_eq!(doc["context"]["source"], "checkout");
+    assert_eq!(doc["lenses"][1]["tool_calls"], 1, "{doc:#}");
+    // The user's directory is read, never written.
+    let mut names: Vec<_> = std::fs::read_dir(checkout.join("src"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["lib.rs"]);
+}

@@ -129,7 +129,7 @@ fn make_executable(path: &Path) {
 }
 
 /// A command lens whose answer is `answer`, written into `dir`.
-fn echo_lens(dir: &Path, answer: &Value) -> String {
+pub(crate) fn echo_lens(dir: &Path, answer: &Value) -> String {
     let answer_path = dir.join("answer.json");
     std::fs::write(&answer_path, answer.to_string()).unwrap();
     let script = dir.join("echo.sh");

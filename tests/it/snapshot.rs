@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::fake_github::{FakeGithub, Fault, Route, TreeEntry, sha};
 use crate::pr::{REPO, Run, TOKEN, json, lens, stderr, world};
@@ -470,4 +470,80 @@ fn checkout_is_the_context_and_without_it_a_model_lens_hears_why_once() {
     // The builtin lens alone: nothing to say.
     let o = diff_review(dir.path(), &["--lens", "builtin"]);
     assert!(!crate::cli::stderr(&o).contains("diff alone"));
+}
+
+// ---- findings anchored by what they quote ----
+
+/// A lens whose line numbers are off by 3 gets its comments on the right lines; one quoting code
+/// the file does not hold is dropped as unfounded; a small whole fix is a suggestion block.
+#[test]
+fn quotes_anchor_findings_and_drop_unfounded_ones_and_suggestions_are_posted() {
+    use super::hardening::echo_lens;
+    let dir = tempfile::tempdir().unwrap();
+    let checkout = dir.path().join("checkout");
+    std::fs::create_dir_all(checkout.join("src")).unwrap();
+    let mut lines: Vec<String> = (1..=30).map(|n| format!("// line {n}")).collect();
+    lines[19] = "    let total = price * qty;".to_owned();
+    std::fs::write(checkout.join("src/cart.rs"), lines.join("\n") + "\n").unwrap();
+    let mut patch = String::from(
+        "diff --git a/src/cart.rs b/src/cart.rs\nnew file mode 100644\n--- /dev/null\n+++ b/src/cart.rs\n@@ -0,0 +1,30 @@\n",
+    );
+    for l in &lines {
+        patch.push_str(&format!("+{l}\n"));
+    }
+    let diff = dir.path().join("cart.diff");
+    std::fs::write(&diff, patch).unwrap();
+    let finding = |line: u32, title: &str, quote: &str, suggestion: Value| {
+        json!({"path": "src/cart.rs", "line": line, "start_line": null, "side": "RIGHT",
+               "severity": "advisory", "confidence": "high", "title": title,
+               "body": "Why.", "quote": quote, "suggestion": suggestion})
+    };
+    let cfg = echo_lens(
+        dir.path(),
+        &json!({"findings": [
+            finding(23, "The total can overflow", "let total = price * qty;",
+                    json!("    let total = price.checked_mul(qty)?;")),
+            finding(12, "Tax is never added", "let total = price + tax;", Value::Null),
+        ], "summary": "Read src/cart.rs."}),
+    );
+    let run = |format: &str| {
+        diff_review_file(
+            dir.path(),
+            &diff,
+            &[
+                "--checkout",
+                &checkout.display().to_string(),
+                "--config",
+                &cfg,
+                "--format",
+                format,
+            ],
+        )
+    };
+    let o = run("json");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let findings = doc["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{doc:#}");
+    assert_eq!(findings[0]["line"], 20, "moved from 23 to the quoted line");
+    assert_eq!(findings[0]["in_diff"], true);
+    assert_eq!(doc["dropped_unfounded"], 1);
+    assert_eq!(
+        findings[0]["suggestion"],
+        "    let total = price.checked_mul(qty)?;"
+    );
+    let md = String::from_utf8_lossy(&run("markdown").stdout).into_owned();
+    insta::assert_snapshot!("quoted_finding_with_suggestion", md);
+}
+
+fn diff_review_file(dir: &Path, diff: &Path, args: &[&str]) -> Output {
+    let diff = diff.display().to_string();
+    let mut all = vec!["review", "--diff", diff.as_str()];
+    all.extend_from_slice(args);
+    super::cli::reviewbot(&all, None, dir)
 }
