@@ -15,6 +15,7 @@ use super::process::timed_out;
 use super::tools::{RepoTools, ToolBudget, ToolDef, ToolLimits, ToolResult, ToolSession};
 use super::{Answer, AuthClass, BackendKind, Failure, FailureKind, LensRequest, LensSpec, Usage};
 use crate::plan::with_repository;
+use crate::render::notice::no_tool_support;
 
 /// One vendor's API: where it is, how it is asked, how it answers.
 pub(crate) trait ApiVendor: 'static {
@@ -244,11 +245,7 @@ pub(crate) async fn call_with<V: ApiVendor>(
             }
             Err(err) if session.is_some() && V::rejects_tools(&err) => {
                 session = None;
-                notice = Some(format!(
-                    "lens {}: the {} server does not take tools, so it reviews the diff alone",
-                    spec.name,
-                    V::KIND.as_str()
-                ));
+                notice = Some(no_tool_support(spec.name.as_str(), V::KIND.as_str()));
                 messages = vec![V::prompt_message(&with_repository(&req.prompt, false))];
                 continue;
             }

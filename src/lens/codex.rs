@@ -25,6 +25,7 @@ use super::process::{
 };
 use super::{Answer, BackendKind, Failure, FailureKind, LensSpec, Usage};
 use crate::lens::contract::{LensResponse, response_schema};
+use crate::render::notice::codex_sandbox_unavailable;
 
 /// The binary looked up on the child's `PATH` when the lens names none.
 pub const DEFAULT_BIN: &str = "codex";
@@ -209,11 +210,7 @@ impl AgentCli for CodexCli {
                 && let Err(why) = sandbox_works(&bin, env).await
             {
                 workspace = None;
-                notice = Some(format!(
-                    "lens {}: codex cannot start its sandbox on this host, so it reviews the diff \
-                     alone ({why})",
-                    spec.name
-                ));
+                notice = Some(codex_sandbox_unavailable(spec.name.as_str(), &why));
             }
             let args = args(
                 spec.model.as_deref(),

@@ -144,6 +144,25 @@ fn left_out_text(left_out: &LeftOut) -> String {
     )
 }
 
+/// A lens that could not read the round's snapshot and reviewed the diff alone: Codex's sandbox
+/// cannot start on this host. `why` is what the probe said; only its `bwrap:` line when it has
+/// one (the rest is the CLI's own chatter, paths of this machine included).
+pub fn codex_sandbox_unavailable(lens: &str, why: &str) -> String {
+    let why = why
+        .split(['\n', ';'])
+        .map(str::trim)
+        .find(|l| l.starts_with("bwrap:"))
+        .unwrap_or(why.trim());
+    format!(
+        "lens {lens}: codex cannot start its sandbox on this host, so it reviews the diff alone ({why})"
+    )
+}
+
+/// A lens whose OpenAI-compatible (or Anthropic) server refused tools: it reviewed the diff alone.
+pub fn no_tool_support(lens: &str, backend: &str) -> String {
+    format!("lens {lens}: the {backend} server does not take tools, so it reviews the diff alone")
+}
+
 /// The JSON `context.note`: why there is no snapshot, or what it left out.
 pub fn context_note(report: &ContextReport) -> Option<String> {
     match &report.missing {
@@ -390,5 +409,18 @@ mod tests {
             again.to_string(),
             "Reviewed the whole change again: the branch was rewritten since round 1 (head cccccccc)."
         );
+    }
+
+    #[test]
+    fn lens_notices_read_well() {
+        let text = [
+            codex_sandbox_unavailable(
+                "terra",
+                "WARNING: proceeding, even though we could not create PATH aliases\nbwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)\n",
+            ),
+            codex_sandbox_unavailable("terra", "`codex` was not found"),
+            no_tool_support("local", "openai"),
+        ];
+        insta::assert_snapshot!(text.join("\n"));
     }
 }
