@@ -431,6 +431,21 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn codex_whose_sandbox_cannot_start_warns_that_it_reads_the_diff_alone() {
+        let fake = Fake::new("codex", "sandbox-broken");
+        let env = env_with(&[("PATH", "/usr/bin:/bin")]);
+        let checks = lens_check(&fake.lens(BackendKind::CodexCli, None), &env).await;
+        assert_eq!(checks.len(), 2, "{checks:#?}");
+        assert!(checks[0].ok && !checks[0].warning, "{checks:#?}");
+        assert!(checks[1].ok && checks[1].warning, "{checks:#?}");
+        assert!(
+            checks[1].detail.contains("cannot start its sandbox")
+                && checks[1].detail.contains("bwrap:"),
+            "{checks:#?}"
+        );
+    }
+
+    #[tokio::test]
     async fn codex_logged_out_fails() {
         let fake = Fake::new("codex", "logged-out");
         let env = env_with(&[("PATH", "/usr/bin:/bin")]);

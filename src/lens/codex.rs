@@ -500,6 +500,13 @@ async fn preflight(subject: &str, spec: &LensSpec, env: &PreflightEnv) -> Vec<Ch
                  ChatGPT plan; run `codex login` to use the subscription",
             ));
         }
+        // Without its sandbox the lens cannot read the repository: worth knowing before a round.
+        if let Err(why) = sandbox_works(&found.path, &env.cli).await {
+            checks.push(Check::warn(
+                subject,
+                codex_sandbox_unavailable(spec.name.as_str(), &why),
+            ));
+        }
         checks
     } else if status.to_ascii_lowercase().contains("not logged in") {
         vec![Check::fail(
