@@ -28,6 +28,7 @@ pub mod par;
 pub mod plan;
 pub mod redact;
 pub mod render;
+pub mod repo_rules;
 pub mod review;
 pub mod sanitize;
 pub mod server;

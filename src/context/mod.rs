@@ -60,6 +60,8 @@ impl Source {
 pub struct Context {
     pub root: Option<Arc<Path>>,
     pub report: ContextReport,
+    /// The repository's review rules that apply to the round (nearest first).
+    pub rules: Vec<crate::repo_rules::RuleFile>,
 }
 
 impl Context {
@@ -68,6 +70,7 @@ impl Context {
         Context {
             root: None,
             report: ContextReport::missing(why),
+            rules: Vec::new(),
         }
     }
 }
@@ -182,6 +185,7 @@ impl Snapshot {
         Context {
             root: Some(self.root()),
             report: self.report(),
+            rules: Vec::new(),
         }
     }
 

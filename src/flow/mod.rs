@@ -11,7 +11,10 @@
 //! pages, the identity (unless `bot_login` is set), the reviews, the label re-check and the
 //! POST. A later round adds the thread comments and the compare call; a command adds the
 //! commenter's permission. A round with a model lens adds the repository's archive: the API's
-//! redirect and the download from the host it points to.
+//! redirect and the download from the host it points to; and, unless `[review] repo_rules` is
+//! off, the review rules at the base: `REVIEW.md` at the root and in each directory of a
+//! changed file (at most 40), then `AGENTS.md` (and `CLAUDE.md` when `AGENTS.md` has no review
+//! section).
 
 mod gather;
 mod post;
@@ -249,11 +252,14 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
         (true, false) => Err(Unavailable::Disabled),
         (true, true) => gather::snapshot(ctx, &req.repo, &head).await.map(Some),
     };
-    let context = match &snapshot {
+    let mut context = match &snapshot {
         Ok(Some(snapshot)) => snapshot.context(),
         Ok(None) => Context::default(),
         Err(why) => Context::missing(why.clone()),
     };
+    if out.review.repo_rules && wants_snapshot {
+        context.rules = gather::repo_rules(ctx, &req.repo, &pull.base_ref, &scoped).await?;
+    }
     out.notices.extend(Notice::for_context(&context.report));
     let reviewed = pipeline::review_with(
         scoped,
@@ -309,6 +315,7 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
             not_reviewed: not_reviewed.clone(),
             scope: scope.clone(),
             context: context.clone(),
+            repo_rules: reviewed.report.repo_rules.clone(),
             ..Report::empty()
         };
         if req.post && !report.all_lenses_failed() {

@@ -80,6 +80,8 @@ pub struct Report {
     pub context: crate::context::ContextReport,
     /// Findings dropped because the file at the head holds nowhere the code they quote.
     pub dropped_unfounded: usize,
+    /// The repository's review rules the lenses were given.
+    pub repo_rules: Vec<crate::repo_rules::RuleFile>,
 }
 
 impl Report {
@@ -99,6 +101,7 @@ impl Report {
             held_verdict: None,
             context: crate::context::ContextReport::default(),
             dropped_unfounded: 0,
+            repo_rules: Vec::new(),
         }
     }
 

@@ -87,6 +87,11 @@ pub async fn review_with(
 ) -> Reviewed {
     if let Some(ev) = &panel.evidence {
         record_context(ev, &context.report);
+        if !context.rules.is_empty() {
+            ev.record(&Record::RepoRules {
+                files: &context.rules,
+            });
+        }
     }
     let (diff, mut not_reviewed) = gate(diff, config);
     // Before any prompt is built or anything printed: what the builtin lens would call a
@@ -105,6 +110,7 @@ pub async fn review_with(
         let opts = PlanOptions {
             token_budget: config.token_budget,
             path_rules: &config.path,
+            repo_rules: &context.rules,
         };
         let planned = plan::plan(&diff, pr.as_ref(), &opts);
         not_reviewed.extend(planned.over_budget.into_iter().map(|path| NotReviewed {
@@ -184,6 +190,7 @@ pub async fn review_with(
         not_reviewed,
         context: context.report,
         dropped_unfounded,
+        repo_rules: context.rules,
         ..Report::empty()
     };
     Reviewed {
