@@ -283,6 +283,9 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
             {
                 context.rules = checkout_rules(dir, &diff);
             }
+            if let Some(dir) = &args.checkout {
+                context.attributes = Arc::new(checkout_attributes(dir));
+            }
             let observer = progress_observer();
             // Only the text format shows lines from the diff; the others need no copy of it.
             let keep = (args.common.format == Format::Text).then(|| diff.clone());
@@ -511,21 +514,30 @@ fn diff_context(checkout: Option<&Path>, lenses: &[LensSpec]) -> Result<Context,
     Ok(context)
 }
 
-/// The review rules of a `--checkout` directory (there it is the only source): its files, read
-/// as the base branch's would be. A candidate that is not a regular file, or not UTF-8 text,
-/// is passed over.
+/// A repository file of a `--checkout` directory, read as the base branch's would be: none
+/// when it is not a regular file, not UTF-8 text, or over a megabyte (as the contents API).
+fn checkout_file(dir: &Path, path: &str) -> Option<String> {
+    const MOST_BYTES: u64 = 1 << 20;
+    let full = dir.join(path);
+    let meta = std::fs::symlink_metadata(&full).ok()?;
+    if !meta.is_file() || meta.len() > MOST_BYTES {
+        return None;
+    }
+    std::fs::read_to_string(full).ok()
+}
+
+/// The `.gitattributes` at the root of a `--checkout` directory (its only source).
+fn checkout_attributes(dir: &Path) -> crate::attributes::Attributes {
+    checkout_file(dir, crate::attributes::GITATTRIBUTES)
+        .as_deref()
+        .map(crate::attributes::Attributes::parse)
+        .unwrap_or_default()
+}
+
+/// The review rules of a `--checkout` directory (there it is the only source).
 fn checkout_rules(dir: &Path, diff: &Diff) -> Vec<crate::repo_rules::RuleFile> {
     use crate::repo_rules::{AGENT_FILES, collect, review_files, review_section};
-    // Ten times the cap of one rules file is more than any is worth reading.
-    const MOST_BYTES: u64 = 40 * crate::repo_rules::MAX_CHARS_EACH as u64;
-    let read = |path: &str| {
-        let full = dir.join(path);
-        let meta = std::fs::symlink_metadata(&full).ok()?;
-        if !meta.is_file() || meta.len() > MOST_BYTES {
-            return None;
-        }
-        std::fs::read_to_string(full).ok()
-    };
+    let read = |path: &str| checkout_file(dir, path);
     let reviews = review_files(diff.files().iter().map(|f| f.path()))
         .into_iter()
         .filter_map(|path| read(&path).map(|text| (path, text)))

@@ -62,6 +62,9 @@ pub struct Context {
     pub report: ContextReport,
     /// The repository's review rules that apply to the round (nearest first).
     pub rules: Vec<crate::repo_rules::RuleFile>,
+    /// The base branch's `.gitattributes`: which files are generated or vendored, kept from
+    /// every lens.
+    pub attributes: Arc<crate::attributes::Attributes>,
 }
 
 impl Context {
@@ -70,7 +73,7 @@ impl Context {
         Context {
             root: None,
             report: ContextReport::missing(why),
-            rules: Vec::new(),
+            ..Context::default()
         }
     }
 }
@@ -185,7 +188,7 @@ impl Snapshot {
         Context {
             root: Some(self.root()),
             report: self.report(),
-            rules: Vec::new(),
+            ..Context::default()
         }
     }
 

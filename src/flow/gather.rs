@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use crate::attributes::{Attributes, GITATTRIBUTES};
 use crate::config::ReviewConfig;
 use crate::context::{self, Extraction, Snapshot, Unavailable};
 use crate::diff::Diff;
@@ -85,6 +86,16 @@ pub(super) async fn repo_rules(
         }
     }
     Ok(repo_rules::collect(reviews, agents))
+}
+
+/// The base branch's root `.gitattributes` (none: nothing is generated or vendored).
+pub(super) async fn attributes(
+    ctx: &FlowCtx<'_>,
+    repo: &RepoName,
+    base_ref: &str,
+) -> Result<Attributes, GithubError> {
+    let text = rules_file(ctx, repo, GITATTRIBUTES, base_ref).await?;
+    Ok(text.as_deref().map(Attributes::parse).unwrap_or_default())
 }
 
 /// One file at the base, when GitHub serves it as a file.

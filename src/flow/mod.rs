@@ -7,8 +7,8 @@
 //! GitHub is read only in `gather` and written only in `post`; every decision between is a
 //! pure function of what was gathered.
 //!
-//! Requests for a first round of an F-file PR: the PR, the base branch's config, ⌈F/100⌉ file
-//! pages, the identity (unless `bot_login` is set), the reviews, the label re-check and the
+//! Requests for a first round of an F-file PR: the PR, the base branch's config and
+//! `.gitattributes`, ⌈F/100⌉ file pages, the identity (unless `bot_login` is set), the reviews, the label re-check and the
 //! POST. A later round adds the thread comments and the compare call; a command adds the
 //! commenter's permission. A round with a model lens adds the repository's archive: the API's
 //! redirect and the download from the host it points to; and, unless `[review] repo_rules` is
@@ -22,7 +22,9 @@ pub mod request;
 pub mod trigger;
 
 pub use gather::REPO_CONFIG_PATH;
+
 pub use request::{Reason, ReviewRequest};
+use std::sync::Arc;
 
 use crate::config::{Config, ConfigError, PostMode, ReviewConfig};
 use crate::context::{Context, Unavailable};
@@ -257,9 +259,11 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
         Ok(None) => Context::default(),
         Err(why) => Context::missing(why.clone()),
     };
+    // Rules are for prompts: the builtin lens alone takes none.
     if out.review.repo_rules && wants_snapshot {
         context.rules = gather::repo_rules(ctx, &req.repo, &pull.base_ref, &scoped).await?;
     }
+    context.attributes = Arc::new(gather::attributes(ctx, &req.repo, &pull.base_ref).await?);
     out.notices.extend(Notice::for_context(&context.report));
     let reviewed = pipeline::review_with(
         scoped,

@@ -167,6 +167,10 @@ pub fn skipped_text(report: &Report) -> Option<String> {
             "Not reviewed: the PR changes more files than max_files.".to_owned()
         }
         SkipReason::AllIgnored => "Not reviewed: every changed file is in ignore_paths.".to_owned(),
+        SkipReason::BotAuthor { .. } => {
+            "Not reviewed: a bot account opened the PR (review_bots = true reviews such PRs)."
+                .to_owned()
+        }
         SkipReason::NotTriggerLabel { .. } => {
             "Not reviewed: the label added is not the trigger label.".to_owned()
         }
@@ -238,6 +242,8 @@ pub fn not_reviewed_reason(r: NotReviewedReason) -> &'static str {
         NotReviewedReason::TooLarge => "too large",
         NotReviewedReason::Ignored => "ignored by ignore_paths",
         NotReviewedReason::OverBudget => "over the token budget",
+        NotReviewedReason::Generated => "generated (linguist-generated in .gitattributes)",
+        NotReviewedReason::Vendored => "vendored (linguist-vendored in .gitattributes)",
     }
 }
 
@@ -269,6 +275,22 @@ pub const NOTICE_BUILTIN_ONLY: &str = "notice: no lens configured; reviewing wit
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_size_guards_read_well() {
+        let report = Report {
+            skipped: Some(SkipReason::BotAuthor {
+                login: "dependabot[bot]".into(),
+            }),
+            ..Report::empty()
+        };
+        let text = [
+            skipped_text(&report).unwrap_or_default(),
+            not_reviewed_reason(NotReviewedReason::Generated).to_owned(),
+            not_reviewed_reason(NotReviewedReason::Vendored).to_owned(),
+        ];
+        insta::assert_snapshot!(text.join("\n"));
+    }
 
     #[test]
     fn clean_disarms_untrusted_text() {

@@ -205,6 +205,10 @@ fn why_not(reason: &SkipReason) -> String {
             format!("it changes more than max_files = {max_files} files")
         }
         SkipReason::AllIgnored => "every changed file is ignored by ignore_paths".to_owned(),
+        SkipReason::BotAuthor { login } => format!(
+            "the bot account {} opened it ([review] review_bots = true reviews bots' PRs)",
+            reveal_invisible(login)
+        ),
         SkipReason::AlreadyReviewed => "its head was already reviewed".to_owned(),
         // The label's name comes from an event: shown, never acted on.
         SkipReason::NotTriggerLabel { label } => format!(
@@ -275,6 +279,9 @@ mod tests {
             }),
             skip(SkipReason::TooManyFiles { max_files: 300 }),
             skip(SkipReason::AllIgnored),
+            skip(SkipReason::BotAuthor {
+                login: "dependabot[bot]".into(),
+            }),
             skip(SkipReason::NotTriggerLabel {
                 label: "bug\u{202E}".into(),
             }),

@@ -47,6 +47,10 @@ pub enum NotReviewedReason {
     TooLarge,
     Ignored,
     OverBudget,
+    /// Marked `linguist-generated` in the base branch's `.gitattributes`.
+    Generated,
+    /// Marked `linguist-vendored` in the base branch's `.gitattributes`.
+    Vendored,
 }
 
 /// A file the review did not look at, and why — listed, never silently dropped.

@@ -8,7 +8,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use crate::fake_github::{FakeGithub, sha};
+use crate::fake_github::{FakeGithub, FileSpec, PrSpec, sha};
 use crate::pr::{REPO, Run, TOKEN, json, lens, stderr, world};
 
 /// A command lens `name` that copies the request it gets to `request-<name>.json` in `dir`.
@@ -231,4 +231,129 @@ fn review_diff_reads_the_rules_from_the_checkout_only() {
         prompt.contains("CLAUDE.md (for every file)\">\n# Code review\nCHECKOUT-CLAUDE-RULE"),
         "{prompt}"
     );
+}
+
+const RS_PATCH: &str = "@@ -1,2 +1,3 @@\n fn main() {\n+    start();\n }\n";
+
+/// The world of PR #7, with one more PR.
+fn world_and(spec: PrSpec) -> FakeGithub {
+    let fake = world();
+    fake.add_pr(REPO, spec);
+    fake
+}
+
+/// PR #9: a hand-written file, a generated one, a vendored one, and one a later line unmarks.
+fn world_with_guards() -> FakeGithub {
+    let fake = world_and(PrSpec {
+        number: 9,
+        files: vec![
+            FileSpec::modified("src/main.rs", RS_PATCH),
+            FileSpec::modified("api/v1/service.pb.go", RS_PATCH),
+            FileSpec::modified("third_party/zlib/inflate.c", RS_PATCH),
+            FileSpec::modified("dist/keep.pb.go", RS_PATCH),
+        ],
+        ..PrSpec::default()
+    });
+    fake.add_file_content(
+        REPO,
+        "main",
+        ".gitattributes",
+        "# generated code\n*.pb.go linguist-generated=true\nthird_party/** linguist-vendored\ndist/keep.pb.go -linguist-generated\n*.rs text eol=lf\n",
+    );
+    // The PR's head cannot mark its own code as generated.
+    for git_ref in ["changes".to_owned(), sha("head")] {
+        fake.add_file_content(
+            REPO,
+            &git_ref,
+            ".gitattributes",
+            "*.rs linguist-generated\n",
+        );
+    }
+    fake
+}
+
+#[test]
+fn generated_and_vendored_files_are_listed_and_kept_from_the_lenses() {
+    let fake = world_with_guards();
+    let run = recording_run("");
+    let o = run.review_pr(&fake, Some(TOKEN), 9, &["--post", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc = json(&o);
+    assert_eq!(
+        doc["not_reviewed"],
+        serde_json::json!([
+            {"path": "api/v1/service.pb.go", "reason": "generated"},
+            {"path": "third_party/zlib/inflate.c", "reason": "vendored"},
+        ])
+    );
+    let sent = request(&run, "rec");
+    let diff = sent["diff"].as_str().unwrap();
+    let prompt = sent["prompt"].as_str().unwrap();
+    for shown in ["src/main.rs", "dist/keep.pb.go"] {
+        assert!(
+            diff.contains(shown) && prompt.contains(shown),
+            "{shown} in {diff}"
+        );
+    }
+    for kept in ["service.pb.go", "inflate.c"] {
+        assert!(
+            !diff.contains(kept) && !prompt.contains(kept),
+            "{kept} in {diff}"
+        );
+    }
+    let asked = content_requests(&fake);
+    assert!(
+        asked.contains(&(
+            format!("/repos/{REPO}/contents/.gitattributes"),
+            "ref=main".to_owned()
+        )),
+        "{asked:?}"
+    );
+    // The posted body lists them too.
+    let body = fake.reviews(REPO, 9)[0]["body"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        body.contains("api/v1/service.pb.go") && body.contains("generated"),
+        "{body}"
+    );
+}
+
+/// PR #8, opened by Dependabot.
+fn world_with_a_bots_pr() -> FakeGithub {
+    world_and(PrSpec {
+        number: 8,
+        author: "dependabot[bot]".to_owned(),
+        files: vec![FileSpec::modified("src/main.rs", RS_PATCH)],
+        ..PrSpec::default()
+    })
+}
+
+#[test]
+fn a_bots_pr_is_skipped_unless_review_bots() {
+    let fake = world_with_a_bots_pr();
+    let run = Run::new("");
+    let o = run.review_pr(&fake, Some(TOKEN), 8, &["--post", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(json(&o)["skipped"], "bot_author");
+    assert!(stderr(&o).contains("dependabot[bot]"), "{}", stderr(&o));
+    assert!(fake.reviews(REPO, 8).is_empty());
+
+    // The operator's config reviews bots' PRs.
+    let run = Run::new("[review]\nreview_bots = true\n");
+    let o = run.review_pr(&fake, Some(TOKEN), 8, &["--post", "--format", "json"]);
+    assert_eq!(json(&o)["skipped"], Value::Null, "{}", stderr(&o));
+    assert_eq!(fake.reviews(REPO, 8).len(), 1);
+
+    // So may the repository's, on its base branch.
+    let fake = world_with_a_bots_pr();
+    fake.add_file_content(
+        REPO,
+        "main",
+        ".github/reviewbot.toml",
+        "[review]\nreview_bots = true\n",
+    );
+    let o = Run::new("").review_pr(&fake, Some(TOKEN), 8, &["--post", "--format", "json"]);
+    assert_eq!(json(&o)["posted"], true, "{}", stderr(&o));
 }
