@@ -30,6 +30,8 @@ struct Document<'a> {
     dropped_unfounded: usize,
     /// The repository's review rules the lenses were given: path, scope, whether cut.
     repo_rules: &'a [RuleFile],
+    /// What the lenses cost in dollars, where their backends say; null when none did.
+    cost_usd: Option<f64>,
 }
 
 /// What the lenses could read beyond the diff (`docs/contract.md` "Repository context").
@@ -106,6 +108,7 @@ pub fn render(report: &Report) -> String {
         },
         dropped_unfounded: report.dropped_unfounded,
         repo_rules: &report.repo_rules,
+        cost_usd: report.cost_usd(),
     };
     // Serialising plain data with string keys cannot fail.
     let mut out = serde_json::to_string_pretty(&doc).unwrap_or_default();

@@ -109,6 +109,14 @@ impl Report {
         }
     }
 
+    /// What the lenses cost in dollars, summed over those that reported it; `None` when none did.
+    pub fn cost_usd(&self) -> Option<f64> {
+        self.lenses
+            .iter()
+            .filter_map(|l| l.cost_usd)
+            .reduce(|a, b| a + b)
+    }
+
     /// Every finding that holds: posted now and carried over (or, for a round skipped as
     /// already reviewed, that round's verdict).
     pub fn verdict(&self) -> Verdict {
