@@ -181,6 +181,9 @@ pub struct ServeConfig {
     /// Wait before a failed job is tried again.
     #[serde(deserialize_with = "duration")]
     pub retry_after: Duration,
+    /// Most dollars one installation's lenses may cost in a UTC day; once its recorded cost
+    /// reaches it, its rounds wait for the next day. `None`: no limit.
+    pub daily_budget_usd: Option<f64>,
 }
 
 impl Default for ServeConfig {
@@ -190,6 +193,7 @@ impl Default for ServeConfig {
             lease: Duration::from_secs(60),
             max_attempts: 3,
             retry_after: Duration::from_secs(30),
+            daily_budget_usd: None,
         }
     }
 }
@@ -384,6 +388,14 @@ impl Config {
         }
         if self.serve.lease < Duration::from_secs(1) {
             return Err(("lease".into(), "must be at least 1s".into()));
+        }
+        if let Some(budget) = self.serve.daily_budget_usd
+            && !(budget.is_finite() && budget > 0.0)
+        {
+            return Err((
+                "daily_budget_usd".into(),
+                "must be a number of dollars above zero".into(),
+            ));
         }
         if self.serve.max_attempts == 0 {
             return Err(("max_attempts".into(), "must be at least 1".into()));

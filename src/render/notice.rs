@@ -76,6 +76,18 @@ impl fmt::Display for Notice {
             Notice::LeftOut(left_out) => {
                 write!(f, "notice: the snapshot {}", left_out_text(left_out))
             }
+            Notice::BudgetReached {
+                installation,
+                spent,
+                budget,
+            } => write!(
+                f,
+                "notice: daily review budget reached: installation {installation}'s lenses cost \
+                 {} today (UTC) of its {}; its rounds wait for the next UTC day (a \
+                 `/reviewbot review` from a maintainer still runs one)",
+                crate::render::dollars(*spent),
+                crate::render::dollars(*budget)
+            ),
         }
     }
 }
@@ -352,6 +364,11 @@ mod tests {
                 special: 0,
                 refused: 1,
             }),
+            Notice::BudgetReached {
+                installation: crate::ids::InstallationId(77),
+                spent: 5.0312,
+                budget: 5.0,
+            },
         ];
         let text: Vec<String> = notices.iter().map(ToString::to_string).collect();
         assert!(text.iter().all(|t| !t.contains('\n')));

@@ -8,11 +8,14 @@ use crate::flow::request::ReviewRequest;
 use crate::flow::{self, FlowCtx, FlowOutcome};
 use crate::github::app::GithubApp;
 use crate::github::client::ClientLimits;
+use crate::ids::InstallationId;
 use crate::lens::LensStatus;
+use crate::review::notice::Notice;
 use crate::review::panel::{NoProgress, Panel, SubscriptionSlots};
 use crate::server::Metrics;
+use crate::server::budget;
 use crate::server::worker::{JobEnd, JobRunner};
-use crate::store::{Job, LensRunRecord, RoundRecord, Store};
+use crate::store::{Job, LensRunRecord, RoundRecord, Store, now_ms};
 
 /// Runs jobs through [`flow::review_pr`].
 pub struct FlowRunner {
@@ -74,7 +77,10 @@ impl FlowRunner {
                 self.metrics.round_posted();
             }
             for run in &report.lenses {
-                let record = LensRunRecord::new(job.id, report.round, run);
+                let record = LensRunRecord {
+                    installation: job.request.installation,
+                    ..LensRunRecord::new(job.id, report.round, run)
+                };
                 if let Err(e) = self.store.record_lens_run(&record).await {
                     tracing::error!(error = %e, "recording a lens run failed");
                 }
@@ -97,11 +103,45 @@ impl FlowRunner {
     }
 }
 
+impl FlowRunner {
+    /// The job's end when the installation's daily budget is spent (it waits for the next UTC
+    /// day), or when what it spent cannot be read (tried again later); `None`: run it.
+    async fn over_budget(&self, installation: InstallationId, job: &Job) -> Option<JobEnd> {
+        let budget = self.config.serve.daily_budget_usd?;
+        let now = now_ms();
+        let spent = match self
+            .store
+            .spent_since(installation, budget::day_start(now))
+            .await
+        {
+            Ok(spent) => spent,
+            Err(e) => return Some(JobEnd::Failed(format!("reading today's cost failed: {e}"))),
+        };
+        match budget::verdict(Some(budget), spent, &job.request.reason, now) {
+            budget::Verdict::Run => None,
+            budget::Verdict::Wait { until_ms } => {
+                let notice = Notice::BudgetReached {
+                    installation,
+                    spent,
+                    budget,
+                };
+                Some(JobEnd::Deferred {
+                    until_ms,
+                    note: notice.to_string(),
+                })
+            }
+        }
+    }
+}
+
 impl JobRunner for FlowRunner {
     async fn run(&self, job: Job) -> JobEnd {
         let Some(installation) = job.request.installation else {
             return JobEnd::Done("not reviewed: the delivery named no installation".to_owned());
         };
+        if let Some(wait) = self.over_budget(installation, &job).await {
+            return wait;
+        }
         let github = self
             .app
             .installation_client(installation, self.limits.clone());
