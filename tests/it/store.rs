@@ -704,23 +704,7 @@ async fn rounds_and_lens_runs_are_recorded(db: TestDb) {
 async fn the_days_cost_is_summed_per_installation_and_a_job_waits(db: TestDb) {
     let store = db.store;
     let id = enqueued(&enqueue(&store, &request(6, 'a', false)).await);
-    let run = |cost_usd, installation: Option<u64>| LensRunRecord {
-        job: id,
-        round: Some(1),
-        lens: LensName::new("claude"),
-        requested_backend: "claude-cli".into(),
-        actual_backend: "claude-cli".into(),
-        auth_class: "subscription".into(),
-        model: None,
-        fallback_source: None,
-        status: "ok".into(),
-        error: None,
-        latency_ms: 1,
-        input_tokens: Some(10),
-        output_tokens: Some(2),
-        cost_usd,
-        installation: installation.map(InstallationId),
-    };
+    let run = |cost_usd, installation: Option<u64>| priced_run(id, cost_usd, installation);
     let since = now_ms() - 1;
     for (cost, installation) in [
         (Some(0.5), Some(7)),
@@ -775,6 +759,31 @@ async fn the_days_cost_is_summed_per_installation_and_a_job_waits(db: TestDb) {
         store.claim("w1", LONG).await.unwrap().is_none(),
         "not before tomorrow"
     );
+}
+
+/// A claude lens run of `job`'s round 1 that cost `cost_usd` for `installation`.
+pub(crate) fn priced_run(
+    job: JobId,
+    cost_usd: Option<f64>,
+    installation: Option<u64>,
+) -> LensRunRecord {
+    LensRunRecord {
+        job,
+        round: Some(1),
+        lens: LensName::new("claude"),
+        requested_backend: "claude-cli".into(),
+        actual_backend: "claude-cli".into(),
+        auth_class: "subscription".into(),
+        model: None,
+        fallback_source: None,
+        status: "ok".into(),
+        error: None,
+        latency_ms: 1,
+        input_tokens: Some(10),
+        output_tokens: Some(2),
+        cost_usd,
+        installation: installation.map(InstallationId),
+    }
 }
 
 fn now_ms() -> i64 {
