@@ -100,7 +100,33 @@ fn world_with_rules() -> FakeGithub {
 fn the_base_branchs_rules_reach_the_lens_with_their_scope() {
     let fake = world_with_rules();
     let run = recording_run("");
-    let o = review_ok(&run, &fake);
+    let evidence = run.dir.path().join("evidence");
+    let o = run.review(
+        &fake,
+        Some(TOKEN),
+        &[
+            "--post",
+            "--format",
+            "json",
+            "--evidence",
+            &evidence.display().to_string(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // The evidence names the files used too.
+    let file = std::fs::read_dir(&evidence)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let lines = std::fs::read_to_string(file).unwrap();
+    let rules: Value = lines
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["kind"] == "repo_rules")
+        .expect("a repo_rules record");
+    assert_eq!(rules["files"][0]["path"], "src/REVIEW.md", "{rules}");
     let prompt = request(&run, "rec")["prompt"].as_str().unwrap().to_owned();
     for present in [
         "<untrusted label=\"review rules: src/REVIEW.md (for files under src/)\">\nSRC-RULE",
