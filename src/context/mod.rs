@@ -28,6 +28,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::config::ContextConfig;
+use crate::github::client::{Download, GithubError};
 pub use extract::Caps;
 use extract::{Stop, Written};
 
@@ -286,6 +287,36 @@ impl Extraction {
         drop(self.tx);
         let _ = self.task.await;
         why
+    }
+}
+
+/// Extracts an archive as it downloads: the snapshot, or why there is none.
+pub async fn extract_download(body: &mut Download, caps: Caps) -> Result<Snapshot, Unavailable> {
+    let mut extraction = Extraction::start(caps)?;
+    loop {
+        match body.chunk().await {
+            Ok(Some(chunk)) => {
+                if !extraction.push(chunk).await {
+                    // The extraction stopped (a cap, a broken archive): its reason follows.
+                    break;
+                }
+            }
+            Ok(None) => break,
+            Err(e) => return Err(extraction.abandon(Unavailable::from_github(e)).await),
+        }
+    }
+    extraction.finish().await
+}
+
+impl Unavailable {
+    /// A download GitHub refused (401, 403, 404), or one that failed otherwise.
+    pub fn from_github(e: GithubError) -> Unavailable {
+        match e {
+            GithubError::NotFound { .. }
+            | GithubError::Forbidden { .. }
+            | GithubError::Unauthorized { .. } => Unavailable::Refused(e.to_string()),
+            e => Unavailable::Download(e.to_string()),
+        }
     }
 }
 
