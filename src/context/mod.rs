@@ -371,11 +371,15 @@ fn private_parent() -> io::Result<PathBuf> {
     }
     let meta = std::fs::symlink_metadata(&parent)?;
     let mine = meta.uid() == nix::unistd::getuid().as_raw();
-    if !meta.file_type().is_dir() || !mine || meta.permissions().mode() & 0o022 != 0 {
+    if !meta.file_type().is_dir() || !mine {
         return Err(io::Error::other(format!(
-            "{} is not a private directory of this user",
+            "{} is not a directory of this user",
             parent.display()
         )));
+    }
+    // Ours, and a real directory: made private if it was not.
+    if meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o700))?;
     }
     Ok(parent)
 }
