@@ -828,6 +828,7 @@ mod flow {
             post: true,
             lenses: Vec::new(),
             ask: None,
+            fail_on: None,
         };
         review_pr(&ctx, &req).await.expect("flow")
     }
