@@ -11,7 +11,9 @@
 //! pages, the identity (unless `bot_login` is set), the reviews, the label re-check and the
 //! POST. A later round adds the thread comments and the compare call; a command adds the
 //! commenter's permission. A round with a model lens adds the repository's archive: the API's
-//! redirect and the download from the host it points to.
+//! redirect and the download from the host it points to. A posted round adds its check run
+//! (`check`): a look for one left in progress, the create, and one completing update per 50
+//! annotations.
 
 mod check;
 mod gather;
