@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
-use crate::config::{self, Config};
+use crate::config::{self, Config, FailOn};
 use crate::context::{Context, Snapshot, Unavailable};
 use crate::diff::Diff;
 use crate::evidence::Evidence;
@@ -115,9 +115,9 @@ struct CommonArgs {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 
-    /// Exit 1 when a finding at this level holds.
-    #[arg(long, value_enum, default_value_t = FailOn::Never)]
-    fail_on: FailOn,
+    /// Exit 1 when a finding at this level holds (default: `[review] fail_on`, else never).
+    #[arg(long, value_enum)]
+    fail_on: Option<FailOn>,
 
     /// Never fall back from a subscription lens to its vendor's paid API.
     #[arg(long)]
@@ -127,13 +127,6 @@ struct CommonArgs {
     /// redacted JSON lines in a new file in DIR.
     #[arg(long, value_name = "DIR")]
     evidence: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum FailOn {
-    Blocking,
-    Advisory,
-    Never,
 }
 
 /// What went wrong, and which exit status it earns.
@@ -353,7 +346,8 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
     };
     crate::timing::mark("rendered");
     write_stdout(&out);
-    let code = exit_code(&Report::combine(reports), args.common.fail_on);
+    let fail_on = args.common.fail_on.unwrap_or(review.fail_on);
+    let code = exit_code(&Report::combine(reports), fail_on);
     // The process ends now: freeing a multi-megabyte diff piece by piece is wasted time, and
     // so is waiting for the runtime's idle threads to stop.
     std::mem::forget(diff);
@@ -401,6 +395,7 @@ fn pr_request(args: &ReviewArgs) -> Result<ReviewRequest, CliError> {
         post: args.post,
         lenses: args.common.lenses.clone(),
         ask: None,
+        fail_on: args.common.fail_on,
     })
 }
 
@@ -454,13 +449,7 @@ fn exit_code(report: &Report, fail_on: FailOn) -> ExitCode {
     if report.all_lenses_failed() {
         return ExitCode::from(3);
     }
-    let v = report.verdict();
-    let failed = match fail_on {
-        FailOn::Blocking => v.blocking > 0,
-        FailOn::Advisory => v.blocking + v.advisory > 0,
-        FailOn::Never => false,
-    };
-    if failed {
+    if fail_on.holds(report.verdict()) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -44,6 +44,11 @@ pub enum Notice {
     DiffAlone { why: Unavailable },
     /// The snapshot leaves out these entries of the archive.
     LeftOut(LeftOut),
+    /// The round's check run could not be created: the token may not write check runs
+    /// (`error`, GitHub's 403). The round is posted without it.
+    CheckRunForbidden { error: String },
+    /// Creating or updating the round's check run failed otherwise (`error`).
+    CheckRunFailed { error: String },
 }
 
 impl Notice {
