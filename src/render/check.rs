@@ -172,6 +172,7 @@ mod tests {
             lenses: vec![LensName::new("claude")],
             in_diff: true,
             fingerprint: "fp".into(),
+            suggestion: None,
         }
     }
 
