@@ -5,8 +5,8 @@
 //! build it and skip.
 //!
 //! - `diff/*`: parsing.
-//! - `plan/django`: every prompt for the whole diff (tokenizer warmed first; its one-time load
-//!   is measured in fresh processes and printed to stderr).
+//! - `plan/django`: every prompt for the whole diff; `plan/estimate_raw_text`: the token
+//!   estimate of the raw diff text on one core.
 //! - `panel/N`: a panel of N instant `command` lenses plus one that sleeps 200 ms; the time
 //!   reported is the panel's wall time minus the slowest lens's own `latency_ms`.
 //! - `secrets/compile_url_password/*`: compiling the URL-password pattern as shipped (open
@@ -134,15 +134,14 @@ fn lossy_benches(c: &mut Criterion) {
             return;
         }
     };
-    let mut out = vec![0u8; bytes.len() * 3];
     let mut g = c.benchmark_group("diff");
     g.throughput(Throughput::Bytes(bytes.len() as u64));
     g.bench_function("lossy_decode", |b| {
-        b.iter(|| reviewbot::diff::lossy_text_into(black_box(&bytes), &mut out))
+        b.iter(|| reviewbot::diff::lossy_text(black_box(&bytes)))
     });
     g.finish();
-    // The decoded text is checked again before the diff borrows it.
-    let n = reviewbot::diff::lossy_text_into(&bytes, &mut out);
+    let out = reviewbot::diff::lossy_text(&bytes).into_bytes();
+    let n = out.len();
     let mut g = c.benchmark_group("diff/decoded");
     g.throughput(Throughput::Bytes(n as u64));
     utf8_checks(&mut g, &out[..n]);
@@ -153,28 +152,6 @@ fn lossy_benches(c: &mut Criterion) {
         });
     }
     g.finish();
-}
-
-/// Set in a child of the bench binary: load the tokenizer, print the nanoseconds, exit.
-const WARM_ONLY: &str = "REVIEWBOT_BENCH_WARM_ONLY";
-
-/// The tokenizer's one-time load, measured in `runs` fresh processes (this binary re-run with
-/// [`WARM_ONLY`]): sorted nanoseconds, empty if the children could not run.
-fn fresh_process_warm(runs: usize) -> Vec<u128> {
-    let Ok(exe) = std::env::current_exe() else {
-        return Vec::new();
-    };
-    let mut out: Vec<u128> = (0..runs)
-        .filter_map(|_| {
-            let o = std::process::Command::new(&exe)
-                .env(WARM_ONLY, "1")
-                .output()
-                .ok()?;
-            String::from_utf8(o.stdout).ok()?.trim().parse().ok()
-        })
-        .collect();
-    out.sort_unstable();
-    out
 }
 
 fn plan_benches(c: &mut Criterion) {
@@ -189,23 +166,6 @@ fn plan_benches(c: &mut Criterion) {
         );
         return;
     };
-    // The one-time load, in fresh processes (in this one the tokenizer may already be loaded).
-    let loads = fresh_process_warm(5);
-    if let Some(median) = loads.get(loads.len() / 2) {
-        eprintln!(
-            "tokenizer one-time load (warm_tokenizer() in {} fresh processes): median {:.1} ms, \
-             min {:.1} ms, max {:.1} ms",
-            loads.len(),
-            *median as f64 / 1e6,
-            loads[0] as f64 / 1e6,
-            loads[loads.len() - 1] as f64 / 1e6
-        );
-    }
-    let here = plan::warm_tokenizer();
-    eprintln!(
-        "tokenizer load in this process: {:.1} ms",
-        here.as_secs_f64() * 1e3
-    );
     let opts = PlanOptions {
         token_budget: 120_000,
         path_rules: &[],
@@ -227,10 +187,10 @@ fn plan_benches(c: &mut Criterion) {
     g.bench_function("django", |b| {
         b.iter(|| plan::plan(black_box(&diff), None, &opts))
     });
-    // For reading `plan/django`: one core's tokenizer throughput on the raw diff text (no line
+    // For reading `plan/django`: one core's token estimate of the raw diff text (no line
     // numbers, no redaction), the floor of what counting every file once costs on one core.
-    g.bench_function("count_raw_text", |b| {
-        b.iter(|| plan::tokenizer().count(black_box(diff.text())))
+    g.bench_function("estimate_raw_text", |b| {
+        b.iter(|| plan::estimate_tokens(black_box(diff.text())))
     });
     g.finish();
 }
@@ -420,10 +380,6 @@ criterion_group!(
 );
 
 fn main() {
-    if std::env::var_os(WARM_ONLY).is_some() {
-        println!("{}", plan::warm_tokenizer().as_nanos());
-        return;
-    }
     benches();
     Criterion::default().configure_from_args().final_summary();
 }

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
-use crate::config::{self, Config};
+use crate::config::{self, Config, FailOn};
 use crate::context::{Context, Snapshot, Unavailable};
 use crate::diff::Diff;
 use crate::evidence::Evidence;
@@ -115,9 +115,9 @@ struct CommonArgs {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 
-    /// Exit 1 when a finding at this level holds.
-    #[arg(long, value_enum, default_value_t = FailOn::Never)]
-    fail_on: FailOn,
+    /// Exit 1 when a finding at this level holds (default: `[review] fail_on`, else never).
+    #[arg(long, value_enum)]
+    fail_on: Option<FailOn>,
 
     /// Never fall back from a subscription lens to its vendor's paid API.
     #[arg(long)]
@@ -127,13 +127,6 @@ struct CommonArgs {
     /// redacted JSON lines in a new file in DIR.
     #[arg(long, value_name = "DIR")]
     evidence: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum FailOn {
-    Blocking,
-    Advisory,
-    Never,
 }
 
 /// What went wrong, and which exit status it earns.
@@ -362,7 +355,8 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
     };
     crate::timing::mark("rendered");
     write_stdout(&out);
-    let code = exit_code(&Report::combine(reports), args.common.fail_on);
+    let fail_on = args.common.fail_on.unwrap_or(review.fail_on);
+    let code = exit_code(&Report::combine(reports), fail_on);
     // The process ends now: freeing a multi-megabyte diff piece by piece is wasted time, and
     // so is waiting for the runtime's idle threads to stop.
     std::mem::forget(diff);
@@ -410,6 +404,7 @@ fn pr_request(args: &ReviewArgs) -> Result<ReviewRequest, CliError> {
         post: args.post,
         lenses: args.common.lenses.clone(),
         ask: None,
+        fail_on: args.common.fail_on,
     })
 }
 
@@ -463,13 +458,7 @@ fn exit_code(report: &Report, fail_on: FailOn) -> ExitCode {
     if report.all_lenses_failed() {
         return ExitCode::from(3);
     }
-    let v = report.verdict();
-    let failed = match fail_on {
-        FailOn::Blocking => v.blocking > 0,
-        FailOn::Advisory => v.blocking + v.advisory > 0,
-        FailOn::Never => false,
-    };
-    if failed {
+    if fail_on.holds(report.verdict()) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
@@ -552,25 +541,27 @@ fn checkout_rules(dir: &Path, diff: &Diff) -> Vec<crate::repo_rules::RuleFile> {
 
 /// Reads and parses the diff; a missing file or text that is not a diff is a usage error.
 fn read_diff(path: &Path) -> Result<Diff, CliError> {
-    let (name, read) = if path == Path::new("-") {
+    let (name, bytes) = if path == Path::new("-") {
         let mut buf = Vec::new();
         std::io::stdin().read_to_end(&mut buf).map_err(|e| {
             CliError::Usage(format!("cannot read the diff from standard input: {e}"))
         })?;
-        ("standard input".to_owned(), DiffFile::read(buf.leak()))
+        ("standard input".to_owned(), buf)
     } else {
         let name = path.display().to_string();
-        let read = read_file(path).map_err(|e| {
+        let bytes = std::fs::read(path).map_err(|e| {
             CliError::Usage(format!("cannot read diff file {name}: {}", io_reason(&e)))
         })?;
-        (name, read)
+        (name, bytes)
     };
     crate::timing::mark("read");
-    let (text, lossy) = match read {
-        DiffFile::Text(text) => (Cow::Borrowed(text), false),
+    // Never given back: the process ends after its one review, and the diff borrows its text
+    // from these bytes rather than a copy.
+    let bytes: &'static [u8] = bytes.leak();
+    let (text, lossy) = match crate::diff::utf8(bytes) {
+        Some(text) => (Cow::Borrowed(text), false),
         // Diffs of Latin-1 or mixed files are still reviewable: undecodable bytes become U+FFFD.
-        DiffFile::Undecoded(bytes) => (Cow::Owned(crate::diff::lossy_text(bytes)), true),
-        DiffFile::Decoded(text) => (Cow::Borrowed(text), true),
+        None => (Cow::Owned(crate::diff::lossy_text(bytes)), true),
     };
     crate::timing::mark("decoded");
     if lossy {
@@ -585,89 +576,6 @@ fn read_diff(path: &Path) -> Result<Diff, CliError> {
         true => CliError::Usage(render::coloured_diff(&name)),
         false => CliError::Usage(format!("{name} is not a diff reviewbot can read: {e}")),
     })
-}
-
-/// A diff as read, into memory that is never given back: the process ends after its one
-/// review, and the diff borrows its text from that memory rather than a copy.
-enum DiffFile {
-    /// Checked to be UTF-8.
-    Text(&'static str),
-    /// Not UTF-8, still to decode.
-    Undecoded(&'static [u8]),
-    /// Not UTF-8, decoded.
-    Decoded(&'static str),
-}
-
-impl DiffFile {
-    fn read(bytes: &'static [u8]) -> Self {
-        match crate::diff::utf8(bytes) {
-            Some(text) => DiffFile::Text(text),
-            None => DiffFile::Undecoded(bytes),
-        }
-    }
-}
-
-/// From this size on, a diff file is read into memory backed by huge pages: zeroing one
-/// 2 MiB page costs less than the page faults of 128 KiB taken 4 KiB at a time (a 259 KB
-/// diff's review went from 5.44 to 4.93 ms, docs/benchmarks.md).
-const HUGE_PAGES_FROM: u64 = 128 << 10;
-/// The size of a huge page, which the memory is a multiple of.
-const HUGE_PAGE: usize = 2 << 20;
-
-/// Reads a diff file. One of [`HUGE_PAGES_FROM`] or more is read into memory the kernel is
-/// asked to back with huge pages: taking a fresh 4 KiB page at a time was most of the time
-/// reading took (a page fault each), as much again as checking the text. That memory is never
-/// given back: the process ends after its one review, and the diff borrows its text from it.
-fn read_file(path: &Path) -> std::io::Result<DiffFile> {
-    let mut file = std::fs::File::open(path)?;
-    let len = file.metadata()?.len();
-    if len < HUGE_PAGES_FROM {
-        // Pipes and special files say 0 and are read to their end.
-        let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0) + 1);
-        file.read_to_end(&mut bytes)?;
-        return Ok(DiffFile::read(bytes.leak()));
-    }
-    let len = usize::try_from(len).map_err(|_| std::io::Error::other("the file is too large"))?;
-    let mut map = huge_page_memory(len)?;
-    file.read_exact(&mut map[..len])?;
-    let mut more = Vec::new();
-    file.read_to_end(&mut more)?;
-    if !more.is_empty() {
-        // The file grew while it was read: all of it, as a smaller one would be read.
-        let mut bytes = map[..len].to_vec();
-        bytes.append(&mut more);
-        return Ok(DiffFile::read(bytes.leak()));
-    }
-    let map: &'static memmap2::MmapMut = Box::leak(Box::new(map));
-    let bytes = &map[..len];
-    Ok(match DiffFile::read(bytes) {
-        DiffFile::Undecoded(bytes) => match decode_into_huge_pages(bytes) {
-            Some(text) => DiffFile::Decoded(text),
-            None => DiffFile::Undecoded(bytes),
-        },
-        read => read,
-    })
-}
-
-/// At least `len` bytes of zeroed memory, in whole huge pages (the last one is used too). The
-/// kernel is only advised to back it with huge pages: where they are off, this is ordinary
-/// memory, and pages never touched cost nothing either way.
-fn huge_page_memory(len: usize) -> std::io::Result<memmap2::MmapMut> {
-    let map = memmap2::MmapOptions::new()
-        .len(len.next_multiple_of(HUGE_PAGE))
-        .map_anon()?;
-    let _ = map.advise(memmap2::Advice::HugePage);
-    Ok(map)
-}
-
-/// `bytes`, not UTF-8, decoded into huge-page memory of its own (never freed either): a
-/// string of fresh small pages cost as much again as the decoding.
-fn decode_into_huge_pages(bytes: &[u8]) -> Option<&'static str> {
-    // Room for the worst case, each byte a replacement character.
-    let mut out = huge_page_memory(bytes.len().checked_mul(3)?).ok()?;
-    let n = crate::diff::lossy_text_into(bytes, &mut out);
-    let out: &'static memmap2::MmapMut = Box::leak(Box::new(out));
-    crate::diff::utf8(&out[..n])
 }
 
 /// `No such file or directory` without Rust's `(os error 2)` suffix.

@@ -58,6 +58,29 @@ pub enum PostMode {
     PerLens,
 }
 
+/// When a round counts as failed: the exit status of `review` and the check run's conclusion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum FailOn {
+    /// Any blocking finding holds.
+    Blocking,
+    /// Any finding holds.
+    Advisory,
+    #[default]
+    Never,
+}
+
+impl FailOn {
+    /// Whether a round with this verdict has failed.
+    pub fn holds(self, verdict: crate::review::Verdict) -> bool {
+        match self {
+            FailOn::Blocking => verdict.blocking > 0,
+            FailOn::Advisory => verdict.blocking + verdict.advisory > 0,
+            FailOn::Never => false,
+        }
+    }
+}
+
 /// The `[review]` table (also what a repository's `.github/reviewbot.toml` may set).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -79,6 +102,8 @@ pub struct ReviewConfig {
     pub repo_rules: bool,
     /// Whether PRs opened by bot accounts are reviewed; by default they are skipped.
     pub review_bots: bool,
+    /// When the round fails (`--fail-on` overrides it).
+    pub fail_on: FailOn,
 }
 
 impl Default for ReviewConfig {
@@ -97,6 +122,7 @@ impl Default for ReviewConfig {
             path: Vec::new(),
             repo_rules: true,
             review_bots: false,
+            fail_on: FailOn::Never,
         }
     }
 }
@@ -758,6 +784,19 @@ workers = 4
         assert!(e.contains("defined twice"), "{e}");
         let e = parse("[review]\nlenses = [\"ghost\"]\n").unwrap_err();
         assert!(e.contains("line 2") && e.contains("`ghost`"), "{e}");
+    }
+
+    #[test]
+    fn fail_on_defaults_to_never_and_reads_each_level() {
+        assert_eq!(parse("").unwrap().review.fail_on, FailOn::Never);
+        let c = parse("[review]\nfail_on = \"advisory\"\n").unwrap();
+        assert_eq!(c.review.fail_on, FailOn::Advisory);
+        let e = parse("[review]\nfail_on = \"sometimes\"\n").unwrap_err();
+        assert!(e.contains("line 2") && e.contains("`blocking`"), "{e}");
+        let v = |blocking, advisory| crate::review::Verdict { blocking, advisory };
+        assert!(FailOn::Blocking.holds(v(1, 0)) && !FailOn::Blocking.holds(v(0, 3)));
+        assert!(FailOn::Advisory.holds(v(0, 1)) && !FailOn::Advisory.holds(v(0, 0)));
+        assert!(!FailOn::Never.holds(v(5, 5)));
     }
 
     #[test]

@@ -96,6 +96,17 @@ impl fmt::Debug for InstallationId {
     }
 }
 
+/// A check run (the `id` GitHub gave it when it was created).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CheckRunId(pub u64);
+
+impl fmt::Display for CheckRunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
 /// GitHub's `X-GitHub-Delivery` (a GUID): the key that makes a redelivery start nothing.
 #[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]

@@ -28,6 +28,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::config::ContextConfig;
+use crate::github::client::{Download, GithubError};
 pub use extract::Caps;
 use extract::{Stop, Written};
 
@@ -296,6 +297,36 @@ impl Extraction {
     }
 }
 
+/// Extracts an archive as it downloads: the snapshot, or why there is none.
+pub async fn extract_download(body: &mut Download, caps: Caps) -> Result<Snapshot, Unavailable> {
+    let mut extraction = Extraction::start(caps)?;
+    loop {
+        match body.chunk().await {
+            Ok(Some(chunk)) => {
+                if !extraction.push(chunk).await {
+                    // The extraction stopped (a cap, a broken archive): its reason follows.
+                    break;
+                }
+            }
+            Ok(None) => break,
+            Err(e) => return Err(extraction.abandon(Unavailable::from_github(e)).await),
+        }
+    }
+    extraction.finish().await
+}
+
+impl Unavailable {
+    /// A download GitHub refused (401, 403, 404), or one that failed otherwise.
+    pub fn from_github(e: GithubError) -> Unavailable {
+        match e {
+            GithubError::NotFound { .. }
+            | GithubError::Forbidden { .. }
+            | GithubError::Unauthorized { .. } => Unavailable::Refused(e.to_string()),
+            e => Unavailable::Download(e.to_string()),
+        }
+    }
+}
+
 /// The extracting thread's view of the channel.
 struct ChannelReader {
     rx: mpsc::Receiver<Msg>,
@@ -347,11 +378,15 @@ fn private_parent() -> io::Result<PathBuf> {
     }
     let meta = std::fs::symlink_metadata(&parent)?;
     let mine = meta.uid() == nix::unistd::getuid().as_raw();
-    if !meta.file_type().is_dir() || !mine || meta.permissions().mode() & 0o022 != 0 {
+    if !meta.file_type().is_dir() || !mine {
         return Err(io::Error::other(format!(
-            "{} is not a private directory of this user",
+            "{} is not a directory of this user",
             parent.display()
         )));
+    }
+    // Ours, and a real directory: made private if it was not.
+    if meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o700))?;
     }
     Ok(parent)
 }

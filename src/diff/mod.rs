@@ -331,21 +331,6 @@ pub fn lossy_text(bytes: &[u8]) -> String {
     out
 }
 
-/// `bytes` decoded as [`lossy_text`] decodes them, written into `out` (which must hold three
-/// bytes for every one of `bytes`). Returns the length written, UTF-8 by construction.
-pub fn lossy_text_into(bytes: &[u8], out: &mut [u8]) -> usize {
-    let mut n = 0;
-    each_lossy_run(bytes, |valid, bad| {
-        out[n..n + valid.len()].copy_from_slice(valid);
-        n += valid.len();
-        if bad {
-            out[n..n + REPLACEMENT.len()].copy_from_slice(REPLACEMENT.as_bytes());
-            n += REPLACEMENT.len();
-        }
-    });
-    n
-}
-
 const REPLACEMENT: &str = "\u{FFFD}";
 
 /// How much of the input [`each_lossy_run`] checks at a time. A block without a bad byte,

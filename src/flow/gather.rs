@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::attributes::{Attributes, GITATTRIBUTES};
 use crate::config::ReviewConfig;
-use crate::context::{self, Extraction, Snapshot, Unavailable};
+use crate::context::{self, Snapshot, Unavailable};
 use crate::diff::Diff;
 use crate::flow::{FlowCtx, FlowError};
 use crate::github::client::GithubError;
@@ -122,27 +122,12 @@ pub(super) async fn snapshot(
     repo: &RepoName,
     head: &HeadSha,
 ) -> Result<Snapshot, Unavailable> {
-    let refused = |e: GithubError| match e {
-        GithubError::NotFound { .. }
-        | GithubError::Forbidden { .. }
-        | GithubError::Unauthorized { .. } => Unavailable::Refused(e.to_string()),
-        e => Unavailable::Download(e.to_string()),
-    };
-    let mut body = ctx.github.tarball(repo, head).await.map_err(refused)?;
-    let mut extraction = Extraction::start(context::caps(&ctx.config.context))?;
-    loop {
-        match body.chunk().await {
-            Ok(Some(chunk)) => {
-                if !extraction.push(chunk).await {
-                    // The extraction stopped (a cap, a broken archive): its reason follows.
-                    break;
-                }
-            }
-            Ok(None) => break,
-            Err(e) => return Err(extraction.abandon(refused(e)).await),
-        }
-    }
-    extraction.finish().await
+    let mut body = ctx
+        .github
+        .tarball(repo, head)
+        .await
+        .map_err(Unavailable::from_github)?;
+    context::extract_download(&mut body, context::caps(&ctx.config.context)).await
 }
 
 /// What `user` may do in `repo` (a user GitHub does not know has no permission).

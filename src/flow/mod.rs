@@ -8,14 +8,16 @@
 //! pure function of what was gathered.
 //!
 //! Requests for a first round of an F-file PR: the PR, the base branch's config and
-//! `.gitattributes`, ⌈F/100⌉ file pages, the identity (unless `bot_login` is set), the reviews, the label re-check and the
-//! POST. A later round adds the thread comments and the compare call; a command adds the
+//! `.gitattributes`, ⌈F/100⌉ file pages, the identity (unless `bot_login` is set), the
+//! reviews, the label re-check and the POST. A later round adds the thread comments and the compare call; a command adds the
 //! commenter's permission. A round with a model lens adds the repository's archive: the API's
 //! redirect and the download from the host it points to; and, unless `[review] repo_rules` is
 //! off, the review rules at the base: `REVIEW.md` at the root and in each directory of a
 //! changed file (at most 40), then `AGENTS.md` (and `CLAUDE.md` when `AGENTS.md` has no review
-//! section).
+//! section). A posted round adds its check run (`check`): a look for one left in progress, the
+//! create, and one completing update per 50 annotations.
 
+mod check;
 mod gather;
 mod post;
 pub mod request;
@@ -110,11 +112,21 @@ impl FlowError {
 pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOutcome, FlowError> {
     let (pull, settings) = gather::pull_and_settings(ctx, &req.repo, req.pr).await?;
     let head = pull.head.clone();
+    let mut review = settings.review;
+    if let Some(fail_on) = req.fail_on {
+        review.fail_on = fail_on;
+    }
+    let site = check::Site {
+        repo: &req.repo,
+        pr: req.pr,
+        head: &head,
+    };
+    let checks = check::wanted(ctx, req.post);
     let mut out = FlowOutcome {
         reports: Vec::new(),
         diff: Diff::default(),
         notices: Vec::new(),
-        review: settings.review,
+        review,
         head: head.clone(),
     };
     if let Some(asked) = req.head.as_ref().filter(|asked| **asked != head) {
@@ -137,13 +149,13 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
         return Ok(skip(out, req, reason));
     }
     if let Some(reason) = gate::gate(&pull, &out.review) {
-        return Ok(skip(out, req, reason));
+        return Ok(gated(ctx, &site, checks, out, req, reason).await);
     }
 
     let (diff, no_patch) = gather::files(ctx, &req.repo, req.pr, out.review.max_files).await?;
     out.diff = diff.clone();
     if gate::all_ignored(&diff, &no_patch, &out.review) {
-        return Ok(skip(out, req, SkipReason::AllIgnored));
+        return Ok(gated(ctx, &site, checks, out, req, SkipReason::AllIgnored).await);
     }
 
     let selection = ctx
@@ -211,6 +223,11 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
         }
     }
     if todo.is_empty() {
+        if checks {
+            let done: Vec<&Report> = out.reports.iter().collect();
+            let fail_on = out.review.fail_on;
+            check::recover(ctx, &site, &done, &reviews, fail_on, &mut out.notices).await;
+        }
         // The round landed before the label came off: take it off now.
         if label_asked
             && answered
@@ -244,6 +261,17 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
             (d, Some(s))
         }
         _ => (diff.clone(), None),
+    };
+
+    // The round starts: its check run says so while the panel runs.
+    let round = todo
+        .iter()
+        .map(|(_, h)| h.last_round() + 1)
+        .max()
+        .unwrap_or(1);
+    let run = match checks {
+        true => check::start(ctx, &site, round, &run_lenses, &mut out.notices).await,
+        false => None,
     };
 
     // One snapshot for the round, shared by every lens and call; none when only the builtin
@@ -329,6 +357,10 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
         }
         reports.push(report);
     }
+    if let Some(id) = run {
+        let done: Vec<&Report> = reports.iter().collect();
+        check::finish(ctx, &site, id, &done, &out.review, per_lens, &mut notices).await;
+    }
     // The ask is answered: take the trigger label off, so the next push is a normal round.
     if label_asked
         && reports.iter().any(|r| r.posted)
@@ -340,6 +372,49 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
     out.reports.extend(reports);
     out.notices.extend(notices);
     Ok(out)
+}
+
+/// A PR its gate turned away: skipped as [`skip`], and its check run says so when the reason
+/// is the PR's own state.
+async fn gated(
+    ctx: &FlowCtx<'_>,
+    site: &check::Site<'_>,
+    checks: bool,
+    out: FlowOutcome,
+    req: &ReviewRequest,
+    reason: SkipReason,
+) -> FlowOutcome {
+    let shows = checks && check::shows_skip(&reason);
+    let mut out = skip(out, req, reason);
+    if shows && let Some(report) = out.reports.last() {
+        let mut notices = Vec::new();
+        check::skipped(ctx, site, report, &mut notices).await;
+        out.notices.extend(notices);
+    }
+    out
+}
+
+/// A round that waits for its installation's daily budget (`[serve] daily_budget_usd`): none
+/// runs now, and the check run on the head the request names says why, `neutral`. What to
+/// tell about it comes back.
+pub async fn wait_for_budget(
+    ctx: &FlowCtx<'_>,
+    req: &ReviewRequest,
+    spent: f64,
+    budget: f64,
+) -> Vec<Notice> {
+    let mut notices = Vec::new();
+    let Some(head) = req.head.as_ref().filter(|_| check::wanted(ctx, req.post)) else {
+        return notices;
+    };
+    let site = check::Site {
+        repo: &req.repo,
+        pr: req.pr,
+        head,
+    };
+    let summary = crate::render::check::budget_summary(spent, budget);
+    check::waiting(ctx, &site, summary, &mut notices).await;
+    notices
 }
 
 /// The outcome of a PR that gets no round: one skipped report, and a notice saying why.

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::FailOn;
 use crate::github::model::RepoName;
 use crate::ids::{DeliveryId, HeadSha, InstallationId, PrNumber};
 
@@ -57,4 +58,8 @@ pub struct ReviewRequest {
     /// when the ask (a command, the trigger label) would force a new one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ask: Option<DeliveryId>,
+    /// `--fail-on`, which wins over `[review] fail_on` (the check run's conclusion); `None`
+    /// for the App.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fail_on: Option<FailOn>,
 }

@@ -55,6 +55,7 @@ fn pull_request(e: &PullRequestEvent) -> Option<ReviewRequest> {
         post: true,
         lenses: Vec::new(),
         ask: None,
+        fail_on: None,
     })
 }
 
@@ -75,6 +76,7 @@ fn comment(e: &IssueCommentEvent) -> Option<ReviewRequest> {
         post: true,
         lenses: Vec::new(),
         ask: None,
+        fail_on: None,
     })
 }
 

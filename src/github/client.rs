@@ -1817,5 +1817,8 @@ struct ApiContent {
     encoding: Option<String>,
 }
 
+mod checks;
+pub use checks::CheckWrite;
+
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::diff::Side;
-use crate::ids::{HeadSha, PrNumber};
+use crate::ids::{CheckRunId, HeadSha, PrNumber};
 
 /// `owner/name`, compared case-insensitively as GitHub does.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -207,4 +207,91 @@ pub struct NewComment {
     pub start_line: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_side: Option<Side>,
+}
+
+/// A check run's state (`status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckStatus {
+    Queued,
+    InProgress,
+    Completed,
+    /// A state GitHub added later (`waiting`, `pending`, `requested`): not ours to finish.
+    #[serde(other)]
+    Other,
+}
+
+/// How a completed check run ended (the ones reviewbot sets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckConclusion {
+    Success,
+    Failure,
+    Neutral,
+    Skipped,
+}
+
+/// A check run as listed for a commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckRun {
+    pub id: CheckRunId,
+    pub name: String,
+    pub status: CheckStatus,
+    /// What its creator put in `external_id` (reviewbot: its own tag, see `flow::check`).
+    pub external_id: Option<String>,
+}
+
+/// A check run to create.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NewCheckRun {
+    pub name: String,
+    pub head_sha: String,
+    pub external_id: String,
+    pub status: CheckStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conclusion: Option<CheckConclusion>,
+    pub output: CheckOutput,
+}
+
+/// A change to a check run; annotations are added to those it has.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckRunUpdate {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<CheckStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conclusion: Option<CheckConclusion>,
+    pub output: CheckOutput,
+}
+
+/// A check run's `output`: title and Markdown summary, and at most
+/// [`MAX_ANNOTATIONS_PER_REQUEST`] annotations per request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckOutput {
+    pub title: String,
+    pub summary: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub annotations: Vec<Annotation>,
+}
+
+/// GitHub takes at most this many annotations in one create or update.
+pub const MAX_ANNOTATIONS_PER_REQUEST: usize = 50;
+
+/// How loud an annotation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnnotationLevel {
+    Notice,
+    Warning,
+    Failure,
+}
+
+/// A note on lines of a file at the check run's head.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Annotation {
+    pub path: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub annotation_level: AnnotationLevel,
+    pub title: String,
+    pub message: String,
 }

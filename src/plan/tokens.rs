@@ -1,148 +1,144 @@
-//! Counting o200k tokens of diff text, exactly as the tokenizer's own `count` does, for less.
+//! Estimating the o200k tokens of diff text, without the tokenizer's tables (tens of megabytes
+//! of a binary that only needs to know whether a prompt fits).
 //!
-//! The tokenizer splits text into pieces with its pattern and byte-pair encodes each piece.
-//! Code repeats its pieces heavily (identifiers, keywords, punctuation, indentation), so a
-//! [`Counter`] encodes each distinct piece once and remembers its count. And code is mostly
-//! ASCII, where the pattern's split is simple enough to do byte by byte ([`piece_ranges`]); the
-//! pattern itself (a regex) splits only around other characters. The property tests hold both
-//! to the tokenizer's own results.
+//! The text is cut into the pieces o200k's pattern cuts it into, byte by byte while the bytes
+//! that decide a piece are ASCII ([`ascii_piece_end`]); a word with other characters in it is
+//! taken whole. Each piece is then given the tokens a piece of its kind and length takes, on
+//! the high side: a digit group is one token, a common word one, a long or vowel-less run of
+//! letters (a hash, base64) more, a run of punctuation about one per two characters. The
+//! tests hold the estimate to the exact o200k count on real text: never under it by more than
+//! the plan's margin on any file.
 
-use std::hash::BuildHasher;
-use std::ops::Range;
+/// Costs are counted in quarter tokens, rounded up once at the end of a text.
+const QUARTER: usize = 4;
 
-use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
+/// A run of letters (with the one character before it that the pattern takes along): this
+/// many quarters, for up to [`FREE_LETTERS`] of them, then [`PER_LETTER`] for each further one.
+const WORD: usize = 5;
+const FREE_LETTERS: usize = 5;
+const PER_LETTER: usize = 1;
+/// Past this many letters a run is a blob (a hash, a repeated word) more than a word: each
+/// further letter costs [`BLOB_PER_LETTER`].
+const WORD_LETTERS: usize = 12;
+const BLOB_PER_LETTER: usize = 2;
+/// Letters without a vowel (`x509`, `sha`, base64) seldom merge; with few vowels, not much.
+const NO_VOWEL: usize = 6;
+const FEW_VOWELS: usize = 4;
+/// Capitals merge less than small letters: for each one after the first.
+const PER_CAPITAL: usize = 2;
+/// A run of punctuation: a token, then this many quarters for each further character, and a
+/// token for each control character in it.
+const PER_PUNCT: usize = 2;
+const PER_CONTROL: usize = 4;
+/// Whitespace: a token, and one more for each 16 characters after the first.
+const SPACES_PER_TOKEN: usize = 16;
+/// In a word with non-ASCII letters: each ASCII letter, and each other letter by its UTF-8
+/// length (2, 3, 4 bytes).
+const MIXED_ASCII_LETTER: usize = 2;
+const LETTER_BY_LEN: [usize; 3] = [3, 4, 8];
+/// A non-ASCII character that is no letter (a symbol, U+FFFD), alone, by its UTF-8 length.
+const SYMBOL_BY_LEN: [usize; 3] = [4, 6, 8];
 
-use super::tokenizer;
-
-/// Longer pieces are rare and seldom repeat (a long literal, a base64 blob): encoded every time,
-/// so the cache stays small.
-const CACHED_PIECE_BYTES: usize = 48;
-
-/// Pieces up to this long (nearly all) are cached packed into one `u128`: the bytes, then in
-/// the top byte the length and the token count (at most one token a byte), 4 bits each.
-/// Hashing and comparing one is far cheaper than a string's, and the table is half the size.
-const PACKED_PIECE_BYTES: usize = 15;
-const PACKED_COUNT: u128 = 0xf0 << 120;
-
-/// Token counts of the pieces seen so far. One per thread: it is cheap to start, and sharing
-/// one would cost more in locking than it saves.
-pub(super) struct Counter {
-    bpe: &'static bpe_openai::byte_pair_encoding::BytePairEncoding,
-    hasher: DefaultHashBuilder,
-    packed: HashTable<u128>,
-    longer: HashMap<Box<str>, usize>,
+/// The estimated tokens of `text`.
+pub(super) fn estimate(text: &str) -> usize {
+    estimate_up_to(text, usize::MAX - 1)
 }
 
-impl Counter {
-    pub(super) fn new() -> Self {
-        Self {
-            bpe: &tokenizer().bpe,
-            hasher: DefaultHashBuilder::default(),
-            packed: HashTable::new(),
-            longer: HashMap::new(),
-        }
-    }
-
-    /// The token count of `text`.
-    pub(super) fn count(&mut self, text: &str) -> usize {
-        self.count_up_to(text, usize::MAX - 1)
-    }
-
-    /// The token count of `text`, or `limit + 1` once it passes `limit` (a file that cannot fit
-    /// needs no exact count).
-    pub(super) fn count_up_to(&mut self, text: &str, limit: usize) -> usize {
-        let over = limit.saturating_add(1);
-        let text = tokenizer().normalize(text);
-        let text = text.as_str();
-        let mut total = 0;
-        for piece in piece_ranges(text) {
-            total += self.piece(text, piece, over - total);
-            if total >= over {
-                return over;
-            }
-        }
-        total
-    }
-
-    /// The tokens of the piece `text[range]`, or more than `limit` once it passes `limit`.
-    fn piece(&mut self, text: &str, range: Range<usize>, limit: usize) -> usize {
-        let bpe = self.bpe;
-        let piece = &text[range.clone()];
-        match piece.len() {
-            // Every byte is a token.
-            0 | 1 => piece.len(),
-            n if n <= PACKED_PIECE_BYTES => {
-                let key = packed_key(text.as_bytes(), range.start, n);
-                let hash = self.hasher.hash_one(key);
-                let entry = self
-                    .packed
-                    .entry(
-                        hash,
-                        |&e| e & !PACKED_COUNT == key,
-                        |&e| self.hasher.hash_one(e & !PACKED_COUNT),
-                    )
-                    .or_insert_with(|| key | (bpe.count(piece.as_bytes()) as u128) << 124);
-                (*entry.get() >> 124) as usize
-            }
-            n if n <= CACHED_PIECE_BYTES => {
-                if let Some(&n) = self.longer.get(piece) {
-                    return n;
-                }
-                let n = bpe.count(piece.as_bytes());
-                self.longer.insert(piece.into(), n);
-                n
-            }
-            _ => bpe
-                .count_till_limit(piece.as_bytes(), limit)
-                .unwrap_or(limit.saturating_add(1)),
-        }
-    }
-}
-
-/// The `n` (at most 15) bytes from `start` and their length, as a table key. Read as one
-/// 16-byte load from the text where it is long enough (the bytes past the piece masked off).
-fn packed_key(text: &[u8], start: usize, n: usize) -> u128 {
-    let bytes = match text
-        .get(start..start + 16)
-        .and_then(|w| <[u8; 16]>::try_from(w).ok())
-    {
-        Some(window) => u128::from_le_bytes(window),
-        None => {
-            let mut window = [0u8; 16];
-            window[..n].copy_from_slice(&text[start..start + n]);
-            u128::from_le_bytes(window)
-        }
-    };
-    (bytes & ((1u128 << (8 * n)) - 1)) | (n as u128) << 120
-}
-
-/// The tokenizer's pieces of `text`, in order (see [`piece_ranges`]).
-#[cfg(test)]
-fn pieces(text: &str) -> impl Iterator<Item = &str> {
-    piece_ranges(text).map(|r| &text[r])
-}
-
-/// Where the tokenizer's pieces of `text` lie, in order: split here while the bytes that decide
-/// a piece are ASCII, else by the tokenizer's pattern. The pattern's split at a piece boundary
-/// depends only on the text from there on, so the two can take turns at any boundary.
-fn piece_ranges(text: &str) -> impl Iterator<Item = Range<usize>> {
-    let mut pos = 0;
-    std::iter::from_fn(move || {
-        if pos >= text.len() {
-            return None;
-        }
-        let end = match ascii_piece_end(text.as_bytes(), pos) {
-            Some(end) => end,
-            None => pos + tokenizer().split(&text[pos..]).next().map_or(0, str::len),
+/// The estimated tokens of `text`, or `limit + 1` once they pass `limit` (a file that cannot
+/// fit needs no full count).
+pub(super) fn estimate_up_to(text: &str, limit: usize) -> usize {
+    let over = limit.saturating_add(1);
+    let stop = over.saturating_mul(QUARTER);
+    let b = text.as_bytes();
+    let (mut pos, mut quarters) = (0, 0usize);
+    while pos < b.len() {
+        let (end, cost) = match ascii_piece_end(b, pos) {
+            Some(end) => (end, ascii_piece(&b[pos..end])),
+            None => word(text, pos),
         };
-        if end <= pos {
-            // The pattern matches every non-empty text; never loop on a surprise.
-            return None;
+        quarters += cost;
+        if quarters >= stop {
+            return over;
         }
-        let piece = pos..end;
-        pos = end;
-        Some(piece)
-    })
+        // Every piece holds at least one byte; never loop on a surprise.
+        pos = end.max(pos + 1);
+    }
+    quarters.div_ceil(QUARTER).min(over)
+}
+
+/// The cost of a piece of ASCII bytes, as [`ascii_piece_end`] cut it.
+fn ascii_piece(piece: &[u8]) -> usize {
+    // The character the pattern takes along before letters (` foo`, `.bar`, `_baz`).
+    let body = match piece {
+        [first, second, ..] if !first.is_ascii_alphanumeric() && second.is_ascii_alphabetic() => {
+            &piece[1..]
+        }
+        _ => piece,
+    };
+    let n = body.len();
+    match body[0] {
+        b'0'..=b'9' => QUARTER,
+        c if c.is_ascii_alphabetic() => letters(body),
+        c if c.is_ascii_whitespace() => QUARTER * (1 + (n - 1) / SPACES_PER_TOKEN),
+        _ => {
+            let controls = body
+                .iter()
+                .filter(|c| c.is_ascii_control() && !c.is_ascii_whitespace())
+                .count();
+            QUARTER + (n - 1) * PER_PUNCT + controls * PER_CONTROL
+        }
+    }
+}
+
+/// The cost of a run of ASCII letters (an apostrophe contraction may end it).
+fn letters(body: &[u8]) -> usize {
+    let n = body.len();
+    let vowels = body
+        .iter()
+        .filter(|c| matches!(c.to_ascii_lowercase(), b'a' | b'e' | b'i' | b'o' | b'u'))
+        .count();
+    let mut cost = WORD
+        + n.min(WORD_LETTERS).saturating_sub(FREE_LETTERS) * PER_LETTER
+        + n.saturating_sub(WORD_LETTERS) * BLOB_PER_LETTER;
+    if n >= 2 && vowels == 0 {
+        cost += NO_VOWEL;
+    }
+    if n >= 4 && vowels * 5 < n {
+        cost += FEW_VOWELS;
+    }
+    let capitals = body.iter().filter(|c| c.is_ascii_uppercase()).count();
+    cost += capitals.saturating_sub(1) * PER_CAPITAL;
+    cost
+}
+
+/// A piece whose end depends on a character that is not ASCII, from `p`: a word of letters of
+/// any script (with the one ASCII character before it that the pattern takes along), else a
+/// non-ASCII character that is no letter, alone, else the one ASCII byte at `p`. Where it ends
+/// and what it costs.
+fn word(text: &str, p: usize) -> (usize, usize) {
+    let b = text.as_bytes();
+    let mut i = p;
+    if b[i].is_ascii() && !b[i].is_ascii_alphabetic() {
+        i += 1;
+    }
+    let start = i;
+    let (mut ascii, mut cost) = (0, 0);
+    while let Some(c) = text.get(i..).and_then(|rest| rest.chars().next()) {
+        let len = c.len_utf8();
+        if c.is_ascii_alphabetic() {
+            ascii += 1;
+        } else if c.is_alphabetic() {
+            cost += LETTER_BY_LEN[len - 2];
+        } else if !c.is_ascii() && i == start {
+            cost += SYMBOL_BY_LEN[len - 2];
+            i += len;
+            break;
+        } else {
+            break;
+        }
+        i += len;
+    }
+    (i, (cost + ascii * MIXED_ASCII_LETTER).max(QUARTER))
 }
 
 // Byte classes for the o200k pattern on ASCII. `SPACE` is the pattern's `\s` (Unicode
@@ -284,6 +280,23 @@ mod tests {
 
     use super::*;
 
+    /// The exact o200k count (the tokenizer is a dev-dependency, for these comparisons only).
+    fn exact(text: &str) -> usize {
+        bpe_openai::o200k_base().count(text)
+    }
+
+    /// The pieces [`ascii_piece_end`] cuts ASCII `text` into.
+    fn ascii_pieces(text: &str) -> Vec<&str> {
+        let mut pos = 0;
+        let mut out = Vec::new();
+        while pos < text.len() {
+            let end = ascii_piece_end(text.as_bytes(), pos).expect("ASCII text");
+            out.push(&text[pos..end]);
+            pos = end;
+        }
+        out
+    }
+
     /// What the split must get right on ASCII: case runs, contractions (and near misses),
     /// digit runs, every kind of whitespace, punctuation before newlines and slashes, controls.
     const ASCII: &[&str] = &[
@@ -294,8 +307,8 @@ mod tests {
         "`", ":",
     ];
 
-    /// Characters the pattern classes by Unicode: letters of every case kind, marks, digits,
-    /// whitespace, punctuation, a format character, an emoji, and `ſ` (a case variant of `s`).
+    /// Characters of other kinds: letters of every case kind, marks, digits, whitespace,
+    /// punctuation, a format character, an emoji, U+FFFD.
     const OTHER: &[&str] = &[
         "é",
         "É",
@@ -315,6 +328,8 @@ mod tests {
         "\u{200b}",
         "\u{1F600}",
         "ß",
+        "\u{FFFD}",
+        "Ж",
     ];
 
     fn text(alphabet: Vec<&'static str>) -> impl Strategy<Value = String> {
@@ -325,72 +340,83 @@ mod tests {
         proptest::collection::vec(part, 0..48).prop_map(|parts| parts.concat())
     }
 
-    fn splits_and_counts_as_the_tokenizer_does(text: &str) -> Result<(), TestCaseError> {
-        let ours: Vec<&str> = pieces(text).collect();
-        let theirs: Vec<&str> = tokenizer().split(text).collect();
-        prop_assert_eq!(ours, theirs);
-        prop_assert_eq!(Counter::new().count(text), tokenizer().count(text));
-        Ok(())
-    }
-
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(4096))]
+        #![proptest_config(ProptestConfig::with_cases(2048))]
 
         #[test]
         fn ascii_text_splits_as_the_pattern_does(text in text(ASCII.to_vec())) {
-            splits_and_counts_as_the_tokenizer_does(&text)?;
+            let theirs: Vec<&str> = bpe_openai::o200k_base().split(&text).collect();
+            prop_assert_eq!(ascii_pieces(&text), theirs);
         }
 
         #[test]
-        fn mixed_text_splits_as_the_pattern_does(
-            text in text(ASCII.iter().chain(OTHER).copied().collect())
+        fn a_limit_only_cuts_the_estimate_short(
+            text in text(ASCII.iter().chain(OTHER).copied().collect()),
+            limit in 0usize..40,
         ) {
-            splits_and_counts_as_the_tokenizer_does(&text)?;
+            let full = estimate(&text);
+            prop_assert_eq!(estimate_up_to(&text, limit), full.min(limit + 1));
+            prop_assert!(text.is_empty() || full >= 1);
         }
     }
 
+    /// `estimate` against the exact count: never under it by more than `margin` percent (here
+    /// half the plan's, on texts much denser than a file of a real diff).
+    fn holds(name: &str, text: &str, margin: usize) -> (usize, usize) {
+        let (exact, estimated) = (exact(text), estimate(text));
+        assert!(
+            estimated * 100 >= exact * (100 - margin),
+            "{name}: estimated {estimated} < exact {exact}"
+        );
+        (exact, estimated)
+    }
+
     #[test]
-    fn the_fast_split_matches_real_text() {
+    fn the_estimate_holds_on_this_repositorys_files() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        for dir in ["src", "src/plan", "src/diff", "fixtures/diffs", "docs"] {
+        let (mut exact_total, mut estimated_total) = (0, 0);
+        for dir in [
+            "src",
+            "src/plan",
+            "src/diff",
+            "fixtures/diffs",
+            "docs",
+            "tests/it",
+        ] {
             for entry in std::fs::read_dir(root.join(dir)).unwrap() {
                 let path = entry.unwrap().path();
                 let Ok(text) = std::fs::read_to_string(&path) else {
                     continue;
                 };
-                let ours: Vec<&str> = pieces(&text).collect();
-                let theirs: Vec<&str> = tokenizer().split(&text).collect();
-                assert!(ours == theirs, "{}", path.display());
+                let (e, n) = holds(&path.display().to_string(), &text, 5);
+                exact_total += e;
+                estimated_total += n;
             }
         }
+        println!("exact {exact_total} estimated {estimated_total}");
+        // On the high side, not wildly: a budget still fills to most of its size.
+        assert!(estimated_total >= exact_total);
+        assert!(estimated_total * 100 <= exact_total * 140);
     }
 
     #[test]
-    fn counts_match_the_tokenizer_on_repeated_and_long_pieces() {
-        let long = "x".repeat(CACHED_PIECE_BYTES * 3);
-        let mid = ")".repeat(PACKED_PIECE_BYTES + 10);
-        let text = format!(
-            "fn main() {{\n    let a = 1;\n    let a = 1;\n}}\n{long} {long}\n\n\n  {mid} {mid} tail  "
-        );
-        let exact = tokenizer().count(&text);
-        let mut counter = Counter::new();
-        assert_eq!(counter.count(&text), exact);
-        // Again, now from the cache.
-        assert_eq!(counter.count(&text), exact);
-        assert_eq!(counter.count_up_to(&text, exact), exact);
-        assert_eq!(counter.count_up_to(&text, exact - 1), exact);
-        assert_eq!(counter.count_up_to(&text, 3), 4);
-        assert_eq!(counter.count_up_to(&long, 2), 3);
-        assert_eq!(counter.count(""), 0);
-        // A packed key keeps the length: a piece is not taken for one with zero bytes after it.
-        // Alone (the key copied) and inside a longer text (the key read from it).
-        for piece in [
-            "((\0\0",
-            "((\0",
-            "((",
-            "((\0\0 ((\0 (( ((\0\0 ((\0 ((. abcdefghijklmnop",
-        ] {
-            assert_eq!(counter.count(piece), tokenizer().count(piece), "{piece:?}");
+    fn dense_text_is_not_underestimated() {
+        // What merges least: hashes, base64, capitals, other scripts, symbols, controls.
+        let texts = [
+            "sha256=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\n".repeat(20),
+            "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+                .repeat(20),
+            "ACCESS_KEY_ID SECRET_ACCESS_KEY HTTP_X_FORWARDED_FOR\n".repeat(20),
+            "Съешь же ещё этих мягких французских булок, да выпей чаю.\n".repeat(20),
+            "敏捷的棕色狐狸跳过了懒狗。日本語のテキストも少し。\n".repeat(20),
+            "caf\u{FFFD} na\u{FFFD}ve \u{FFFD}\u{FFFD}\u{FFFD} r\u{FFFD}sum\u{FFFD}\n".repeat(20),
+            "emoji 😀🎉👍 arrows →⇒ dashes — … ™ ©\n".repeat(20),
+            "\0\x01\x02 binary\x7f\x1b[0m ((((((((;;;;;;;;))))))))\n".repeat(20),
+        ];
+        for text in &texts {
+            let name: String = text.chars().take(20).collect();
+            holds(&name, text, 5);
         }
+        assert_eq!(estimate(""), 0);
     }
 }

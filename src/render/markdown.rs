@@ -295,7 +295,7 @@ pub fn suggestion_is_clean(text: &str) -> bool {
 }
 
 /// A finding's title, cleaned, on one line, capped.
-fn title(f: &Finding) -> String {
+pub(crate) fn title(f: &Finding) -> String {
     let one_line = crate::sanitize::sanitize_line(f.title.trim().trim_end_matches('.'));
     let clean = clean(&one_line);
     match clean.char_indices().nth(MAX_TITLE_CHARS) {

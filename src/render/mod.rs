@@ -4,6 +4,7 @@
 //! disarms what could act on its own once posted or printed (hidden markers, mentions,
 //! workflow commands).
 
+pub mod check;
 pub mod json;
 pub mod markdown;
 pub mod notice;

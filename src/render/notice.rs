@@ -88,6 +88,15 @@ impl fmt::Display for Notice {
                 crate::render::dollars(*spent),
                 crate::render::dollars(*budget)
             ),
+            Notice::CheckRunForbidden { error } => write!(
+                f,
+                "notice: the check run could not be created: {error} The round is posted without \
+                 it (an App installed before it asked for `checks: write` needs that permission \
+                 accepted in the installation's settings)."
+            ),
+            Notice::CheckRunFailed { error } => {
+                write!(f, "warning: the check run could not be written: {error}")
+            }
         }
     }
 }
@@ -329,6 +338,17 @@ mod tests {
             },
             Notice::DiffAlone {
                 why: Unavailable::NoCheckout,
+            },
+            Notice::CheckRunForbidden {
+                error: "GitHub refused creating the check run `reviewbot` on octo/app (403): \
+                        Resource not accessible by integration. the token needs the \"Checks\" \
+                        permission with read and write access (`checks: write` in a workflow's \
+                        `permissions:`)."
+                    .into(),
+            },
+            Notice::CheckRunFailed {
+                error: "GitHub rejected updating check run 7 on octo/app (422): Invalid request"
+                    .into(),
             },
             Notice::DiffAlone {
                 why: Unavailable::Refused(

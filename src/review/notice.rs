@@ -51,6 +51,11 @@ pub enum Notice {
         spent: f64,
         budget: f64,
     },
+    /// The round's check run could not be created: the token may not write check runs
+    /// (`error`, GitHub's 403). The round is posted without it.
+    CheckRunForbidden { error: String },
+    /// Creating or updating the round's check run failed otherwise (`error`).
+    CheckRunFailed { error: String },
 }
 
 impl Notice {

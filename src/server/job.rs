@@ -105,8 +105,14 @@ impl FlowRunner {
 
 impl FlowRunner {
     /// The job's end when the installation's daily budget is spent (it waits for the next UTC
-    /// day), or when what it spent cannot be read (tried again later); `None`: run it.
-    async fn over_budget(&self, installation: InstallationId, job: &Job) -> Option<JobEnd> {
+    /// day, and the head's check run says so), or when what it spent cannot be read (tried
+    /// again later); `None`: run it.
+    async fn over_budget(
+        &self,
+        ctx: &FlowCtx<'_>,
+        installation: InstallationId,
+        job: &Job,
+    ) -> Option<JobEnd> {
         let budget = self.config.serve.daily_budget_usd?;
         let now = now_ms();
         let spent = match self
@@ -120,6 +126,9 @@ impl FlowRunner {
         match budget::verdict(Some(budget), spent, &job.request.reason, now) {
             budget::Verdict::Run => None,
             budget::Verdict::Wait { until_ms } => {
+                for notice in flow::wait_for_budget(ctx, &job.request, spent, budget).await {
+                    tracing::info!(notice = %notice, "round waits");
+                }
                 let notice = Notice::BudgetReached {
                     installation,
                     spent,
@@ -139,9 +148,6 @@ impl JobRunner for FlowRunner {
         let Some(installation) = job.request.installation else {
             return JobEnd::Done("not reviewed: the delivery named no installation".to_owned());
         };
-        if let Some(wait) = self.over_budget(installation, &job).await {
-            return wait;
-        }
         let github = self
             .app
             .installation_client(installation, self.limits.clone());
@@ -155,6 +161,9 @@ impl JobRunner for FlowRunner {
             panel: &self.panel,
             observer: &NoProgress,
         };
+        if let Some(wait) = self.over_budget(&ctx, installation, &job).await {
+            return wait;
+        }
         // The round's marker names the delivery that asked for it (see `ReviewRequest::ask`).
         let request = ReviewRequest {
             ask: job.delivery.clone(),

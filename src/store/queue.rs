@@ -736,6 +736,7 @@ mod tests {
             post: true,
             lenses: Vec::new(),
             ask: None,
+            fail_on: None,
         });
         let delivery = NewDelivery {
             id: DeliveryId::parse(&format!("d-{id}")).unwrap(),

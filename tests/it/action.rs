@@ -1258,6 +1258,7 @@ fn the_app_manifest_asks_for_exactly_the_permissions_and_events_reviewbot_uses()
             "contents": "read",
             "metadata": "read",
             "issues": "write",
+            "checks": "write",
         })
     );
     assert_eq!(

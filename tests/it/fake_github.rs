@@ -24,6 +24,7 @@ mod app;
 #[path = "../support/app_keys.rs"]
 mod app_keys;
 mod archive;
+mod checks;
 mod hunks;
 mod json;
 mod server;
@@ -531,6 +532,25 @@ impl FakeGithub {
     /// The PR's current labels.
     pub fn labels(&self, repo: &str, n: u64) -> Vec<String> {
         self.with_pr(repo, n, |pr| pr.spec.labels.clone())
+    }
+
+    /// Every check run of `repo`, oldest first, as the API shows one (`annotations` holds all
+    /// of them, which the real API lists at their own endpoint).
+    pub fn check_runs(&self, repo: &str) -> Vec<Value> {
+        let key = repo_key(repo);
+        self.world()
+            .check_runs
+            .iter()
+            .filter(|r| r.repo == key)
+            .map(|r| r.to_json())
+            .collect()
+    }
+
+    /// While on, every check-run write answers 403, as for a token without `checks: write`
+    /// (the Action without the permission, an App installed before it asked for it).
+    pub fn forbid_checks(&self, on: bool) -> &Self {
+        self.world().checks_forbidden = on;
+        self
     }
 
     fn world(&self) -> MutexGuard<'_, World> {

@@ -3,6 +3,7 @@
 mod action;
 mod app_auth;
 mod backends;
+mod check_run;
 mod cli;
 mod fake_github;
 mod faults;

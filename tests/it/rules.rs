@@ -365,6 +365,12 @@ fn a_bots_pr_is_skipped_unless_review_bots() {
     assert_eq!(json(&o)["skipped"], "bot_author");
     assert!(stderr(&o).contains("dependabot[bot]"), "{}", stderr(&o));
     assert!(fake.reviews(REPO, 8).is_empty());
+    // Its check run says it was skipped, and why.
+    let runs = fake.check_runs(REPO);
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    assert_eq!(runs[0]["conclusion"], "skipped");
+    let summary = runs[0]["output"]["summary"].as_str().unwrap_or_default();
+    assert!(summary.contains("a bot account opened the PR"), "{summary}");
 
     // The operator's config reviews bots' PRs.
     let run = Run::new("[review]\nreview_bots = true\n");

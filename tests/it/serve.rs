@@ -528,6 +528,7 @@ async fn spent_today(site: &Site, usd: f64) {
         post: true,
         lenses: Vec::new(),
         ask: None,
+        fail_on: None,
     };
     let delivery = NewDelivery {
         id: DeliveryId::parse("earlier-round").unwrap(),
@@ -593,6 +594,19 @@ async fn past_the_daily_budget_a_round_waits_and_a_maintainers_command_still_run
         "{note}"
     );
     assert!(fake.reviews(REPO, PR).is_empty());
+    // The head's check run says why, without failing the PR.
+    let runs = fake.check_runs(REPO);
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    assert_eq!(
+        (runs[0]["status"].as_str(), runs[0]["conclusion"].as_str()),
+        (Some("completed"), Some("neutral"))
+    );
+    assert_eq!(runs[0]["output"]["title"], "Daily review budget reached");
+    let summary = runs[0]["output"]["summary"].as_str().unwrap_or_default();
+    assert!(
+        summary.contains("$1.25") && summary.contains("$1.00"),
+        "{summary}"
+    );
 
     // A maintainer asks: that one round runs.
     review_command(&serve, "b-2", "maintainer").await;

@@ -170,6 +170,7 @@ fn request(pr: u64, head: char, force: bool) -> ReviewRequest {
         post: true,
         lenses: Vec::new(),
         ask: None,
+        fail_on: None,
     }
 }
 

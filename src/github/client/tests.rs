@@ -1206,3 +1206,33 @@ async fn pagination_links_carry_the_token_on_the_api_host() {
     assert_eq!(received.len(), 2);
     assert!(received.iter().all(|r| bearer(r) == TOKEN));
 }
+
+#[tokio::test]
+async fn an_archive_redirect_stays_off_plain_http_unless_the_api_is() {
+    let https = GithubClient::new("https://api.github.com", None, limits().0).unwrap();
+    let url = |client: &GithubClient, l: &str| client.archive_url(l).map(|u| u.to_string());
+    assert_eq!(
+        url(
+            &https,
+            "https://codeload.github.com/o/r/legacy.tar.gz/abc?token=T"
+        )
+        .as_deref(),
+        Some("https://codeload.github.com/o/r/legacy.tar.gz/abc?token=T")
+    );
+    // Never from https to plain http: the URL's own token would travel in clear.
+    assert_eq!(
+        url(&https, "http://codeload.github.com/o/r/x?token=T"),
+        None
+    );
+    assert_eq!(url(&https, "ftp://codeload.github.com/x"), None);
+    // A relative redirect stays on the API's origin.
+    assert_eq!(
+        url(&https, "/_codeload/o/r/x?token=T").as_deref(),
+        Some("https://api.github.com/_codeload/o/r/x?token=T")
+    );
+    let http = GithubClient::new("http://127.0.0.1:9", None, limits().0).unwrap();
+    assert_eq!(
+        url(&http, "http://127.0.0.2:9/o/r/x").as_deref(),
+        Some("http://127.0.0.2:9/o/r/x")
+    );
+}

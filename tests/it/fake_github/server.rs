@@ -14,6 +14,7 @@ use percent_encoding::percent_decode_str;
 use serde_json::Value;
 
 use super::archive;
+use super::checks;
 use super::hunks::{self, Side};
 use super::world::{Pr, Repo, World};
 use super::{Fault, FileSpec, RequestRecord, TokenKind, json, lock};
@@ -318,6 +319,20 @@ fn dispatch(world: &Shared, ctx: &Ctx) -> Response {
             get_permission(&w, o, r, user)
         }
         ("GET", ["repos", o, r, "tarball", sha]) => get_tarball(&mut w, o, r, sha),
+        ("POST", ["repos", o, r, "check-runs"]) => {
+            let (status, body) = checks::create(&mut w, &kind, &key(o, r), &ctx.body);
+            json_response(status, &body)
+        }
+        ("PATCH", ["repos", o, r, "check-runs", id]) => {
+            let (status, body) = checks::update(&mut w, &kind, &key(o, r), id, &ctx.body);
+            json_response(status, &body)
+        }
+        ("GET", ["repos", o, r, "commits", sha, "check-runs"]) => {
+            let name = ctx.param("check_name");
+            let filter = ctx.param("filter").unwrap_or_else(|| "latest".to_owned());
+            let body = checks::list(&w, &key(o, r), sha, name.as_deref(), &filter);
+            json_response(200, &body)
+        }
         _ => {
             w.unexpected.push(ctx.log_index);
             json_response(404, &json::error(404, "Not Found"))

@@ -30,6 +30,10 @@ pub(super) struct World {
     pub codeload_tokens: std::collections::HashSet<String>,
     /// Requests to the archive host that carried `Authorization` (refused).
     pub codeload_authorized: usize,
+    /// Every check run, of every repository (key `owner/name`, lower-case), oldest first.
+    pub check_runs: Vec<super::checks::CheckRun>,
+    /// Every check-run write answers 403 (a token without `checks: write`).
+    pub checks_forbidden: bool,
     next_id: u64,
 }
 
@@ -82,6 +86,8 @@ impl World {
             codeload: String::new(),
             codeload_tokens: std::collections::HashSet::new(),
             codeload_authorized: 0,
+            check_runs: Vec::new(),
+            checks_forbidden: false,
             next_id: 1_000_000,
         }
     }
