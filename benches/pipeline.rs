@@ -169,6 +169,7 @@ fn plan_benches(c: &mut Criterion) {
     let opts = PlanOptions {
         token_budget: 120_000,
         path_rules: &[],
+        repo_rules: &[],
     };
     let p = plan::plan(&diff, None, &opts);
     eprintln!(

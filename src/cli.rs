@@ -269,7 +269,16 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
         Some(path) => {
             let diff = read_diff(path)?;
             let lenses = select_lenses(&config, &args.common.lenses)?;
-            let context = diff_context(args.checkout.as_deref(), &lenses)?;
+            let mut context = diff_context(args.checkout.as_deref(), &lenses)?;
+            if let Some(dir) = &args.checkout
+                && config.review.repo_rules
+                && lenses.iter().any(|l| l.backend != BackendKind::Builtin)
+            {
+                context.rules = checkout_rules(dir, &diff);
+            }
+            if let Some(dir) = &args.checkout {
+                context.attributes = Arc::new(checkout_attributes(dir));
+            }
             let observer = progress_observer();
             // Only the text format shows lines from the diff; the others need no copy of it.
             let keep = (args.common.format == Format::Text).then(|| diff.clone());
@@ -492,6 +501,42 @@ fn diff_context(checkout: Option<&Path>, lenses: &[LensSpec]) -> Result<Context,
         eprintln!("{notice}");
     }
     Ok(context)
+}
+
+/// A repository file of a `--checkout` directory, read as the base branch's would be: none
+/// when it is not a regular file, not UTF-8 text, or over a megabyte (as the contents API).
+fn checkout_file(dir: &Path, path: &str) -> Option<String> {
+    const MOST_BYTES: u64 = 1 << 20;
+    let full = dir.join(path);
+    let meta = std::fs::symlink_metadata(&full).ok()?;
+    if !meta.is_file() || meta.len() > MOST_BYTES {
+        return None;
+    }
+    std::fs::read_to_string(full).ok()
+}
+
+/// The `.gitattributes` at the root of a `--checkout` directory (its only source).
+fn checkout_attributes(dir: &Path) -> crate::attributes::Attributes {
+    checkout_file(dir, crate::attributes::GITATTRIBUTES)
+        .as_deref()
+        .map(crate::attributes::Attributes::parse)
+        .unwrap_or_default()
+}
+
+/// The review rules of a `--checkout` directory (there it is the only source).
+fn checkout_rules(dir: &Path, diff: &Diff) -> Vec<crate::repo_rules::RuleFile> {
+    use crate::repo_rules::{AGENT_FILES, collect, review_files, review_section};
+    let read = |path: &str| checkout_file(dir, path);
+    let reviews = review_files(diff.files().iter().map(|f| f.path()))
+        .into_iter()
+        .filter_map(|path| read(&path).map(|text| (path, text)))
+        .collect();
+    let agents = AGENT_FILES.iter().find_map(|path| {
+        read(path)
+            .filter(|text| review_section(text).is_some())
+            .map(|text| ((*path).to_owned(), text))
+    });
+    collect(reviews, agents)
 }
 
 /// Reads and parses the diff; a missing file or text that is not a diff is a usage error.

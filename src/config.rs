@@ -97,6 +97,11 @@ pub struct ReviewConfig {
     /// Which configured lenses run by default; `None` means all of them.
     pub lenses: Option<Vec<String>>,
     pub path: Vec<PathRule>,
+    /// Whether lenses get the repository's review rules (`REVIEW.md`, the review section of
+    /// `AGENTS.md`/`CLAUDE.md`). Either the operator or the repository may turn them off.
+    pub repo_rules: bool,
+    /// Whether PRs opened by bot accounts are reviewed; by default they are skipped.
+    pub review_bots: bool,
     /// When the round fails (`--fail-on` overrides it).
     pub fail_on: FailOn,
 }
@@ -115,6 +120,8 @@ impl Default for ReviewConfig {
             token_budget: 120_000,
             lenses: None,
             path: Vec::new(),
+            repo_rules: true,
+            review_bots: false,
             fail_on: FailOn::Never,
         }
     }
@@ -200,6 +207,9 @@ pub struct ServeConfig {
     /// Wait before a failed job is tried again.
     #[serde(deserialize_with = "duration")]
     pub retry_after: Duration,
+    /// Most dollars one installation's lenses may cost in a UTC day; once its recorded cost
+    /// reaches it, its rounds wait for the next day. `None`: no limit.
+    pub daily_budget_usd: Option<f64>,
 }
 
 impl Default for ServeConfig {
@@ -209,6 +219,7 @@ impl Default for ServeConfig {
             lease: Duration::from_secs(60),
             max_attempts: 3,
             retry_after: Duration::from_secs(30),
+            daily_budget_usd: None,
         }
     }
 }
@@ -404,6 +415,14 @@ impl Config {
         if self.serve.lease < Duration::from_secs(1) {
             return Err(("lease".into(), "must be at least 1s".into()));
         }
+        if let Some(budget) = self.serve.daily_budget_usd
+            && !(budget.is_finite() && budget > 0.0)
+        {
+            return Err((
+                "daily_budget_usd".into(),
+                "must be a number of dollars above zero".into(),
+            ));
+        }
         if self.serve.max_attempts == 0 {
             return Err(("max_attempts".into(), "must be at least 1".into()));
         }
@@ -575,7 +594,7 @@ impl Config {
             )
         })?;
         merged.extend(table);
-        let review: ReviewConfig = merged
+        let mut review: ReviewConfig = merged
             .try_into()
             .map_err(|e: toml::de::Error| invalid(None, e.message().trim().to_owned()))?;
         for rule in review
@@ -586,6 +605,8 @@ impl Config {
             globset::Glob::new(rule)
                 .map_err(|e| invalid(find_key_line(text, "ignore_paths"), e.to_string()))?;
         }
+        // The repository may turn its rules off, never on where the operator turned them off.
+        review.repo_rules &= self.review.repo_rules;
         Ok(review)
     }
 }
@@ -915,6 +936,32 @@ workers = 4
                 .context_for_repo("[context]\nenabled = true\n", repo)
                 .unwrap()
         );
+    }
+
+    #[test]
+    fn repo_rules_may_be_turned_off_by_either_and_on_by_neither_alone() {
+        // (operator's [review], repository's [review]) → the (repo_rules, review_bots) that apply.
+        let applied = |operator: &str, repository: &str| {
+            let op = parse(&format!("[review]\n{operator}\n")).unwrap();
+            let text = format!("[review]\n{repository}\n");
+            let review = op
+                .review_for_repo(&text, Path::new(".github/reviewbot.toml"))
+                .unwrap();
+            (review.repo_rules, review.review_bots)
+        };
+        assert_eq!(applied("", ""), (true, false));
+        assert_eq!(applied("", "repo_rules = false"), (false, false));
+        assert_eq!(
+            applied("repo_rules = false", "repo_rules = true"),
+            (false, false)
+        );
+        // Whether bots' PRs are reviewed is the repository's review policy: it may say either.
+        assert_eq!(applied("", "review_bots = true"), (true, true));
+        assert_eq!(
+            applied("review_bots = true", "review_bots = false"),
+            (true, false)
+        );
+        assert_eq!(applied("review_bots = true", ""), (true, true));
     }
 
     #[test]

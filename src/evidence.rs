@@ -54,6 +54,11 @@ pub enum Record<'a> {
         title: &'a str,
         reason: &'a str,
     },
+    /// The repository's review rules the lenses were given: each file, the directory it
+    /// applies to, and whether it was cut to fit.
+    RepoRules {
+        files: &'a [crate::repo_rules::RuleFile],
+    },
     /// The round's repository snapshot: where it came from and what it holds, or why there
     /// is none (`note`).
     Context {

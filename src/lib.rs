@@ -13,6 +13,7 @@
 //! Below them: `lens::contract` (what every lens answers), `diff`, `github` (the REST client),
 //! `config`, `ids`, `redact`, `evidence`. A module imports only from its own stage or below.
 
+pub mod attributes;
 pub mod cli;
 pub mod config;
 pub mod context;
@@ -28,6 +29,7 @@ pub mod par;
 pub mod plan;
 pub mod redact;
 pub mod render;
+pub mod repo_rules;
 pub mod review;
 pub mod sanitize;
 pub mod server;

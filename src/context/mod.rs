@@ -61,6 +61,11 @@ impl Source {
 pub struct Context {
     pub root: Option<Arc<Path>>,
     pub report: ContextReport,
+    /// The repository's review rules that apply to the round (nearest first).
+    pub rules: Vec<crate::repo_rules::RuleFile>,
+    /// The base branch's `.gitattributes`: which files are generated or vendored, kept from
+    /// every lens.
+    pub attributes: Arc<crate::attributes::Attributes>,
 }
 
 impl Context {
@@ -69,6 +74,7 @@ impl Context {
         Context {
             root: None,
             report: ContextReport::missing(why),
+            ..Context::default()
         }
     }
 }
@@ -183,6 +189,7 @@ impl Snapshot {
         Context {
             root: Some(self.root()),
             report: self.report(),
+            ..Context::default()
         }
     }
 

@@ -86,6 +86,7 @@ pub(super) fn shows_skip(reason: &SkipReason) -> bool {
         SkipReason::Draft
         | SkipReason::OptOut { .. }
         | SkipReason::TooManyFiles { .. }
+        | SkipReason::BotAuthor { .. }
         | SkipReason::AllIgnored => true,
         SkipReason::Closed
         | SkipReason::AlreadyReviewed
@@ -199,12 +200,41 @@ pub(super) async fn skipped(
         summary: text::skipped_summary(report),
         annotations: Vec::new(),
     };
+    without_round(ctx, at, CheckConclusion::Skipped, output, notices).await;
+}
+
+/// A round that waits for its installation's daily budget: its check run says so, `neutral`
+/// (`summary` says how much was spent of what).
+pub(super) async fn waiting(
+    ctx: &FlowCtx<'_>,
+    at: &Site<'_>,
+    summary: String,
+    notices: &mut Vec<Notice>,
+) {
+    let output = CheckOutput {
+        title: text::budget_title(),
+        summary,
+        annotations: Vec::new(),
+    };
+    without_round(ctx, at, CheckConclusion::Neutral, output, notices).await;
+}
+
+/// A head that gets no round now: its check run is completed with `conclusion` and `output`.
+/// A run left `in_progress` is completed so; a completed one is left as it is (a reviewed head
+/// keeps its verdict).
+async fn without_round(
+    ctx: &FlowCtx<'_>,
+    at: &Site<'_>,
+    conclusion: CheckConclusion,
+    output: CheckOutput,
+    notices: &mut Vec<Notice>,
+) {
     match existing(ctx, at).await {
         Ok(Some(run)) if run.status == CheckStatus::Completed => {}
         Ok(Some(run)) => {
             let update = CheckRunUpdate {
                 status: Some(CheckStatus::Completed),
-                conclusion: Some(CheckConclusion::Skipped),
+                conclusion: Some(conclusion),
                 output,
             };
             let written = ctx.github.update_check_run(at.repo, run.id, &update).await;
@@ -212,15 +242,7 @@ pub(super) async fn skipped(
         }
         Ok(None) => {
             let status = CheckStatus::Completed;
-            create(
-                ctx,
-                at,
-                status,
-                Some(CheckConclusion::Skipped),
-                output,
-                notices,
-            )
-            .await;
+            create(ctx, at, status, Some(conclusion), output, notices).await;
         }
         Err(e) => notices.push(Notice::CheckRunFailed {
             error: e.to_string(),

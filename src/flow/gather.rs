@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use crate::attributes::{Attributes, GITATTRIBUTES};
 use crate::config::ReviewConfig;
 use crate::context::{self, Snapshot, Unavailable};
 use crate::diff::Diff;
@@ -10,6 +11,7 @@ use crate::flow::{FlowCtx, FlowError};
 use crate::github::client::GithubError;
 use crate::github::model::{Comparison, Permission, PullRequest, RepoName, Review, ReviewComment};
 use crate::ids::{HeadSha, PrNumber};
+use crate::repo_rules::{self, RuleFile};
 use crate::review::rounds::{History, Identity};
 use crate::review::scope::diff_of;
 
@@ -55,6 +57,61 @@ pub(super) async fn pull_and_settings(
         },
     };
     Ok((pull, settings))
+}
+
+/// The repository's review rules for `diff`'s files, read from the base branch only (a PR
+/// cannot change the rules it is reviewed by): one request per candidate file, 404 = none.
+/// A candidate GitHub cannot serve as a file (a directory, over the contents API's size) is
+/// passed over.
+pub(super) async fn repo_rules(
+    ctx: &FlowCtx<'_>,
+    repo: &RepoName,
+    base_ref: &str,
+    diff: &Diff,
+) -> Result<Vec<RuleFile>, GithubError> {
+    let changed = diff.files().iter().map(|f| f.path());
+    let mut reviews = Vec::new();
+    for path in repo_rules::review_files(changed) {
+        if let Some(text) = rules_file(ctx, repo, &path, base_ref).await? {
+            reviews.push((path, text));
+        }
+    }
+    let mut agents = None;
+    for path in repo_rules::AGENT_FILES {
+        if let Some(text) = rules_file(ctx, repo, path, base_ref).await?
+            && repo_rules::review_section(&text).is_some()
+        {
+            agents = Some((path.to_owned(), text));
+            break;
+        }
+    }
+    Ok(repo_rules::collect(reviews, agents))
+}
+
+/// The base branch's root `.gitattributes` (none: nothing is generated or vendored).
+pub(super) async fn attributes(
+    ctx: &FlowCtx<'_>,
+    repo: &RepoName,
+    base_ref: &str,
+) -> Result<Attributes, GithubError> {
+    let text = rules_file(ctx, repo, GITATTRIBUTES, base_ref).await?;
+    Ok(text.as_deref().map(Attributes::parse).unwrap_or_default())
+}
+
+/// One file at the base, when GitHub serves it as a file.
+async fn rules_file(
+    ctx: &FlowCtx<'_>,
+    repo: &RepoName,
+    path: &str,
+    base_ref: &str,
+) -> Result<Option<String>, GithubError> {
+    match ctx.github.file_at_ref(repo, path, base_ref).await {
+        Err(GithubError::InvalidResponse { message, .. }) => {
+            tracing::warn!(%repo, path, %message, "repository file passed over");
+            Ok(None)
+        }
+        other => other,
+    }
 }
 
 /// The round's snapshot of the repository at `head`: GitHub's archive, extracted as it

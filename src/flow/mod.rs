@@ -7,13 +7,15 @@
 //! GitHub is read only in `gather` and written only in `post`; every decision between is a
 //! pure function of what was gathered.
 //!
-//! Requests for a first round of an F-file PR: the PR, the base branch's config, ⌈F/100⌉ file
-//! pages, the identity (unless `bot_login` is set), the reviews, the label re-check and the
-//! POST. A later round adds the thread comments and the compare call; a command adds the
+//! Requests for a first round of an F-file PR: the PR, the base branch's config and
+//! `.gitattributes`, ⌈F/100⌉ file pages, the identity (unless `bot_login` is set), the
+//! reviews, the label re-check and the POST. A later round adds the thread comments and the compare call; a command adds the
 //! commenter's permission. A round with a model lens adds the repository's archive: the API's
-//! redirect and the download from the host it points to. A posted round adds its check run
-//! (`check`): a look for one left in progress, the create, and one completing update per 50
-//! annotations.
+//! redirect and the download from the host it points to; and, unless `[review] repo_rules` is
+//! off, the review rules at the base: `REVIEW.md` at the root and in each directory of a
+//! changed file (at most 40), then `AGENTS.md` (and `CLAUDE.md` when `AGENTS.md` has no review
+//! section). A posted round adds its check run (`check`): a look for one left in progress, the
+//! create, and one completing update per 50 annotations.
 
 mod check;
 mod gather;
@@ -22,7 +24,9 @@ pub mod request;
 pub mod trigger;
 
 pub use gather::REPO_CONFIG_PATH;
+
 pub use request::{Reason, ReviewRequest};
+use std::sync::Arc;
 
 use crate::config::{Config, ConfigError, PostMode, ReviewConfig};
 use crate::context::{Context, Unavailable};
@@ -278,11 +282,16 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
         (true, false) => Err(Unavailable::Disabled),
         (true, true) => gather::snapshot(ctx, &req.repo, &head).await.map(Some),
     };
-    let context = match &snapshot {
+    let mut context = match &snapshot {
         Ok(Some(snapshot)) => snapshot.context(),
         Ok(None) => Context::default(),
         Err(why) => Context::missing(why.clone()),
     };
+    // Rules are for prompts: the builtin lens alone takes none.
+    if out.review.repo_rules && wants_snapshot {
+        context.rules = gather::repo_rules(ctx, &req.repo, &pull.base_ref, &scoped).await?;
+    }
+    context.attributes = Arc::new(gather::attributes(ctx, &req.repo, &pull.base_ref).await?);
     out.notices.extend(Notice::for_context(&context.report));
     let reviewed = pipeline::review_with(
         scoped,
@@ -338,6 +347,7 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
             not_reviewed: not_reviewed.clone(),
             scope: scope.clone(),
             context: context.clone(),
+            repo_rules: reviewed.report.repo_rules.clone(),
             ..Report::empty()
         };
         if req.post && !report.all_lenses_failed() {
@@ -382,6 +392,29 @@ async fn gated(
         out.notices.extend(notices);
     }
     out
+}
+
+/// A round that waits for its installation's daily budget (`[serve] daily_budget_usd`): none
+/// runs now, and the check run on the head the request names says why, `neutral`. What to
+/// tell about it comes back.
+pub async fn wait_for_budget(
+    ctx: &FlowCtx<'_>,
+    req: &ReviewRequest,
+    spent: f64,
+    budget: f64,
+) -> Vec<Notice> {
+    let mut notices = Vec::new();
+    let Some(head) = req.head.as_ref().filter(|_| check::wanted(ctx, req.post)) else {
+        return notices;
+    };
+    let site = check::Site {
+        repo: &req.repo,
+        pr: req.pr,
+        head,
+    };
+    let summary = crate::render::check::budget_summary(spent, budget);
+    check::waiting(ctx, &site, summary, &mut notices).await;
+    notices
 }
 
 /// The outcome of a PR that gets no round: one skipped report, and a notice saying why.

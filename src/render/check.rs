@@ -67,6 +67,22 @@ pub fn skipped_title() -> String {
     "Not reviewed".to_owned()
 }
 
+/// A round waiting for its installation's daily budget.
+pub fn budget_title() -> String {
+    "Daily review budget reached".to_owned()
+}
+
+/// Why a round waits: what the installation's lenses cost today, of what budget.
+pub fn budget_summary(spent: f64, budget: f64) -> String {
+    format!(
+        "Not reviewed yet: daily review budget reached. This installation's reviews cost {} \
+         today (UTC), of a daily budget of {}, so this round waits for the next UTC day. A \
+         `/reviewbot review` comment from a maintainer runs one round now.\n",
+        crate::render::dollars(spent),
+        crate::render::dollars(budget)
+    )
+}
+
 /// Why a gated round did not run.
 pub fn skipped_summary(report: &Report) -> String {
     skipped_text(report).unwrap_or_else(|| "Not reviewed.\n".to_owned())
@@ -240,6 +256,8 @@ mod tests {
             failed_summary(&failed),
             skipped_title(),
             skipped_summary(&draft),
+            budget_title(),
+            budget_summary(1.25, 1.0),
         ];
         insta::assert_snapshot!(texts.join("\n=====\n"));
     }

@@ -8,6 +8,7 @@ use crate::ids::{HeadSha, LensName};
 use crate::lens::Provenance;
 use crate::render::clean;
 use crate::render::markdown::suggestion_is_clean;
+use crate::repo_rules::RuleFile;
 use crate::review::gate::SkipReason;
 use crate::review::rounds::Carried;
 use crate::review::{Confidence, NotReviewed, Report, Severity, Verdict};
@@ -27,6 +28,10 @@ struct Document<'a> {
     context: ContextOut,
     /// Findings dropped because the file at the head holds nowhere the code they quote.
     dropped_unfounded: usize,
+    /// The repository's review rules the lenses were given: path, scope, whether cut.
+    repo_rules: &'a [RuleFile],
+    /// What the lenses cost in dollars, where their backends say; null when none did.
+    cost_usd: Option<f64>,
 }
 
 /// What the lenses could read beyond the diff (`docs/contract.md` "Repository context").
@@ -102,6 +107,8 @@ pub fn render(report: &Report) -> String {
             note: crate::render::notice::context_note(&report.context).map(|n| clean(&n)),
         },
         dropped_unfounded: report.dropped_unfounded,
+        repo_rules: &report.repo_rules,
+        cost_usd: report.cost_usd(),
     };
     // Serialising plain data with string keys cannot fail.
     let mut out = serde_json::to_string_pretty(&doc).unwrap_or_default();

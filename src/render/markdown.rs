@@ -116,7 +116,12 @@ pub fn body(report: &Report, opts: &BodyOptions<'_>) -> String {
     for line in crate::render::capped_lenses(report) {
         let _ = writeln!(tail, "{line}\n");
     }
-    let tail = fit(tail, MAX_BODY_CHARS / 4);
+    let mut tail = fit(tail, MAX_BODY_CHARS / 4);
+    // What the round cost is the last visible line, right above the marker (one short line a
+    // lens, so never cut).
+    if let Some(line) = crate::render::cost_line(&report.lenses) {
+        let _ = writeln!(tail, "{line}");
+    }
 
     let rest: Vec<&Finding> = report
         .findings

@@ -168,6 +168,10 @@ pub fn skipped_text(report: &Report) -> Option<String> {
             "Not reviewed: the PR changes more files than max_files.".to_owned()
         }
         SkipReason::AllIgnored => "Not reviewed: every changed file is in ignore_paths.".to_owned(),
+        SkipReason::BotAuthor { .. } => {
+            "Not reviewed: a bot account opened the PR (review_bots = true reviews such PRs)."
+                .to_owned()
+        }
         SkipReason::NotTriggerLabel { .. } => {
             "Not reviewed: the label added is not the trigger label.".to_owned()
         }
@@ -197,6 +201,58 @@ pub fn reviewers(lenses: &[Provenance]) -> String {
         })
         .collect();
     names.join(", ")
+}
+
+/// What the round cost, as the body's last visible line: each lens that reported its tokens or
+/// its cost, e.g. `Cost: claude 12,340 in / 1,020 out tokens ($0.031); terra 8,100 in / 640
+/// out tokens.` `None` when no lens reported either (the builtin lens alone).
+pub fn cost_line(lenses: &[Provenance]) -> Option<String> {
+    let parts: Vec<String> = lenses
+        .iter()
+        .filter_map(|l| {
+            let tokens = l.usage.map(|u| {
+                format!(
+                    "{} in / {} out tokens",
+                    thousands(u.input_tokens),
+                    thousands(u.output_tokens)
+                )
+            });
+            let cost = l.cost_usd.map(dollars);
+            let said = match (tokens, cost) {
+                (Some(t), Some(c)) => format!("{t} ({c})"),
+                (Some(t), None) => t,
+                (None, Some(c)) => c,
+                (None, None) => return None,
+            };
+            Some(format!("{} {said}", l.lens))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| format!("Cost: {}.", parts.join("; ")))
+}
+
+/// `12340` as `12,340`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A cost in dollars: cents from a dollar up, else to a tenth of a cent; what rounds to nothing
+/// is said to be under it.
+pub fn dollars(usd: f64) -> String {
+    if usd > 0.0 && usd < 0.0005 {
+        "<$0.001".to_owned()
+    } else if usd >= 1.0 {
+        format!("${usd:.2}")
+    } else {
+        format!("${usd:.3}")
+    }
 }
 
 /// One line per failed lens, e.g. `terra failed: timed out after 300s`.
@@ -239,6 +295,8 @@ pub fn not_reviewed_reason(r: NotReviewedReason) -> &'static str {
         NotReviewedReason::TooLarge => "too large",
         NotReviewedReason::Ignored => "ignored by ignore_paths",
         NotReviewedReason::OverBudget => "over the token budget",
+        NotReviewedReason::Generated => "generated (linguist-generated in .gitattributes)",
+        NotReviewedReason::Vendored => "vendored (linguist-vendored in .gitattributes)",
     }
 }
 
@@ -270,6 +328,103 @@ pub const NOTICE_BUILTIN_ONLY: &str = "notice: no lens configured; reviewing wit
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ran(lens: &str, usage: Option<(u64, u64)>, cost_usd: Option<f64>) -> Provenance {
+        use crate::lens::{AuthClass, BackendKind, Usage};
+        Provenance {
+            lens: crate::ids::LensName::new(lens),
+            requested_backend: BackendKind::ClaudeCli,
+            actual_backend: BackendKind::ClaudeCli,
+            auth_class: AuthClass::Subscription,
+            model: None,
+            fallback_source: None,
+            status: LensStatus::Ok,
+            error: None,
+            latency_ms: 1,
+            usage: usage.map(|(input_tokens, output_tokens)| Usage {
+                input_tokens,
+                output_tokens,
+            }),
+            cost_usd,
+            calls: None,
+            findings_dropped: None,
+            tool_calls: None,
+            summary: None,
+        }
+    }
+
+    #[test]
+    fn the_cost_line_names_each_lens_that_reported_usage_or_cost() {
+        let lenses = [
+            ran("claude", Some((12_340, 1_020)), Some(0.0314)),
+            ran("terra", Some((8_100, 640)), None),
+            ran("builtin", None, None),
+            ran("cheap", Some((1_234_567, 0)), Some(0.0001)),
+            ran("priced", None, Some(2.5)),
+        ];
+        insta::assert_snapshot!(cost_line(&lenses).unwrap_or_default());
+        assert_eq!(cost_line(&lenses[2..3]), None);
+        let report = Report {
+            lenses: lenses.to_vec(),
+            ..Report::empty()
+        };
+        let sum = report.cost_usd().unwrap_or_default();
+        assert!((sum - 2.5315).abs() < 1e-9, "{sum}");
+        assert_eq!(
+            Report {
+                lenses: lenses[1..3].to_vec(),
+                ..Report::empty()
+            }
+            .cost_usd(),
+            None
+        );
+    }
+
+    #[test]
+    fn the_cost_is_the_bodys_last_visible_line() {
+        let report = Report {
+            round: Some(2),
+            head: crate::ids::HeadSha::parse(&"c".repeat(40)),
+            lenses: vec![ran("claude", Some((10, 2)), Some(0.01))],
+            not_reviewed: vec![crate::review::NotReviewed {
+                path: "gen/a.pb.go".into(),
+                reason: NotReviewedReason::Generated,
+            }],
+            ..Report::empty()
+        };
+        let opts = markdown::BodyOptions {
+            opt_out_label: "reviewbot:no-review",
+            max_comments: 30,
+            per_lens: false,
+        };
+        let body = markdown::body(&report, &opts);
+        let visible: Vec<&str> = body.lines().filter(|l| !l.is_empty()).collect();
+        assert!(
+            visible[visible.len() - 1].starts_with("<!-- reviewbot round=2 "),
+            "{body}"
+        );
+        assert_eq!(
+            visible[visible.len() - 2],
+            "Cost: claude 10 in / 2 out tokens ($0.010).",
+            "{body}"
+        );
+    }
+
+    #[test]
+    fn the_size_guards_read_well() {
+        let report = Report {
+            skipped: Some(SkipReason::BotAuthor {
+                login: "dependabot[bot]".into(),
+            }),
+            ..Report::empty()
+        };
+        let text = [
+            skipped_text(&report).unwrap_or_default(),
+            not_reviewed_reason(NotReviewedReason::Generated).to_owned(),
+            not_reviewed_reason(NotReviewedReason::Vendored).to_owned(),
+        ];
+        insta::assert_snapshot!(text.join("\n"));
+    }
 
     #[test]
     fn clean_disarms_untrusted_text() {

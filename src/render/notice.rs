@@ -76,6 +76,18 @@ impl fmt::Display for Notice {
             Notice::LeftOut(left_out) => {
                 write!(f, "notice: the snapshot {}", left_out_text(left_out))
             }
+            Notice::BudgetReached {
+                installation,
+                spent,
+                budget,
+            } => write!(
+                f,
+                "notice: daily review budget reached: installation {installation}'s lenses cost \
+                 {} today (UTC) of its {}; its rounds wait for the next UTC day (a \
+                 `/reviewbot review` from a maintainer still runs one)",
+                crate::render::dollars(*spent),
+                crate::render::dollars(*budget)
+            ),
             Notice::CheckRunForbidden { error } => write!(
                 f,
                 "notice: the check run could not be created: {error} The round is posted without \
@@ -214,6 +226,10 @@ fn why_not(reason: &SkipReason) -> String {
             format!("it changes more than max_files = {max_files} files")
         }
         SkipReason::AllIgnored => "every changed file is ignored by ignore_paths".to_owned(),
+        SkipReason::BotAuthor { login } => format!(
+            "the bot account {} opened it ([review] review_bots = true reviews bots' PRs)",
+            reveal_invisible(login)
+        ),
         SkipReason::AlreadyReviewed => "its head was already reviewed".to_owned(),
         // The label's name comes from an event: shown, never acted on.
         SkipReason::NotTriggerLabel { label } => format!(
@@ -284,6 +300,9 @@ mod tests {
             }),
             skip(SkipReason::TooManyFiles { max_files: 300 }),
             skip(SkipReason::AllIgnored),
+            skip(SkipReason::BotAuthor {
+                login: "dependabot[bot]".into(),
+            }),
             skip(SkipReason::NotTriggerLabel {
                 label: "bug\u{202E}".into(),
             }),
@@ -365,6 +384,11 @@ mod tests {
                 special: 0,
                 refused: 1,
             }),
+            Notice::BudgetReached {
+                installation: crate::ids::InstallationId(77),
+                spent: 5.0312,
+                budget: 5.0,
+            },
         ];
         let text: Vec<String> = notices.iter().map(ToString::to_string).collect();
         assert!(text.iter().all(|t| !t.contains('\n')));

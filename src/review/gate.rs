@@ -21,6 +21,10 @@ pub enum SkipReason {
     TooManyFiles {
         max_files: usize,
     },
+    /// The PR was opened by a bot account, and `review_bots` is off.
+    BotAuthor {
+        login: String,
+    },
     /// Every changed file is in `ignore_paths`.
     AllIgnored,
     /// This head has its round, and nobody asked for another.
@@ -37,7 +41,7 @@ pub enum SkipReason {
 }
 
 impl SkipReason {
-    /// The stable name: `closed`, `draft`, `opt_out`, `too_many_files`, `all_ignored`,
+    /// The stable name: `closed`, `draft`, `opt_out`, `too_many_files`, `bot_author`, `all_ignored`,
     /// `already_reviewed`, `not_trigger_label`, `not_permitted`.
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -45,6 +49,7 @@ impl SkipReason {
             SkipReason::Draft => "draft",
             SkipReason::OptOut { .. } => "opt_out",
             SkipReason::TooManyFiles { .. } => "too_many_files",
+            SkipReason::BotAuthor { .. } => "bot_author",
             SkipReason::AllIgnored => "all_ignored",
             SkipReason::AlreadyReviewed => "already_reviewed",
             SkipReason::NotTriggerLabel { .. } => "not_trigger_label",
@@ -68,6 +73,10 @@ pub fn gate(pr: &PullRequest, review: &ReviewConfig) -> Option<SkipReason> {
     } else if opted_out(&pr.labels, review) {
         Some(SkipReason::OptOut {
             label: review.opt_out_label.clone(),
+        })
+    } else if pr.author.is_bot() && !review.review_bots {
+        Some(SkipReason::BotAuthor {
+            login: pr.author.login.clone(),
         })
     } else if pr.changed_files > review.max_files as u64 {
         Some(SkipReason::TooManyFiles {
@@ -183,6 +192,29 @@ mod tests {
                 max_files: review.max_files
             })
         );
+    }
+
+    #[test]
+    fn a_bots_pr_is_skipped_unless_review_bots() {
+        let bot = PullRequest {
+            author: User {
+                login: "dependabot[bot]".into(),
+                kind: "Bot".into(),
+            },
+            ..pr()
+        };
+        let review = ReviewConfig::default();
+        assert_eq!(gate(&bot, &review).map(|r| r.as_str()), Some("bot_author"));
+        let drafted = PullRequest {
+            draft: true,
+            ..bot.clone()
+        };
+        assert_eq!(gate(&drafted, &review), Some(SkipReason::Draft));
+        let bots_too = ReviewConfig {
+            review_bots: true,
+            ..review
+        };
+        assert_eq!(gate(&bot, &bots_too), None);
     }
 
     #[test]

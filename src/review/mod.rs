@@ -47,6 +47,10 @@ pub enum NotReviewedReason {
     TooLarge,
     Ignored,
     OverBudget,
+    /// Marked `linguist-generated` in the base branch's `.gitattributes`.
+    Generated,
+    /// Marked `linguist-vendored` in the base branch's `.gitattributes`.
+    Vendored,
 }
 
 /// A file the review did not look at, and why — listed, never silently dropped.
@@ -80,6 +84,8 @@ pub struct Report {
     pub context: crate::context::ContextReport,
     /// Findings dropped because the file at the head holds nowhere the code they quote.
     pub dropped_unfounded: usize,
+    /// The repository's review rules the lenses were given.
+    pub repo_rules: Vec<crate::repo_rules::RuleFile>,
 }
 
 impl Report {
@@ -99,7 +105,16 @@ impl Report {
             held_verdict: None,
             context: crate::context::ContextReport::default(),
             dropped_unfounded: 0,
+            repo_rules: Vec::new(),
         }
+    }
+
+    /// What the lenses cost in dollars, summed over those that reported it; `None` when none did.
+    pub fn cost_usd(&self) -> Option<f64> {
+        self.lenses
+            .iter()
+            .filter_map(|l| l.cost_usd)
+            .reduce(|a, b| a + b)
     }
 
     /// Every finding that holds: posted now and carried over (or, for a round skipped as

@@ -7,7 +7,7 @@ use crate::ids::{HeadSha, LensName, PrNumber};
 use crate::review::gate::SkipReason;
 
 /// One thing worth saying about a review run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Notice {
     /// The PR gets no round, and why.
     NotReviewing {
@@ -44,6 +44,13 @@ pub enum Notice {
     DiffAlone { why: Unavailable },
     /// The snapshot leaves out these entries of the archive.
     LeftOut(LeftOut),
+    /// The installation's lenses cost `spent` dollars today (UTC), at or over its daily
+    /// `budget`: its rounds wait for the next day.
+    BudgetReached {
+        installation: crate::ids::InstallationId,
+        spent: f64,
+        budget: f64,
+    },
     /// The round's check run could not be created: the token may not write check runs
     /// (`error`, GitHub's 403). The round is posted without it.
     CheckRunForbidden { error: String },

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::attributes::{Attributes, Guard};
 use crate::config::ReviewConfig;
 use crate::context::{Context, ContextReport, Source};
 use crate::diff::Diff;
@@ -87,8 +88,13 @@ pub async fn review_with(
 ) -> Reviewed {
     if let Some(ev) = &panel.evidence {
         record_context(ev, &context.report);
+        if !context.rules.is_empty() {
+            ev.record(&Record::RepoRules {
+                files: &context.rules,
+            });
+        }
     }
-    let (diff, mut not_reviewed) = gate(diff, config);
+    let (diff, mut not_reviewed) = gate(diff, config, &context.attributes);
     // Before any prompt is built or anything printed: what the builtin lens would call a
     // secret is masked on every channel, whichever lenses run.
     crate::timing::mark("gated");
@@ -105,6 +111,7 @@ pub async fn review_with(
         let opts = PlanOptions {
             token_budget: config.token_budget,
             path_rules: &config.path,
+            repo_rules: &context.rules,
         };
         let planned = plan::plan(&diff, pr.as_ref(), &opts);
         not_reviewed.extend(planned.over_budget.into_iter().map(|path| NotReviewed {
@@ -184,6 +191,7 @@ pub async fn review_with(
         not_reviewed,
         context: context.report,
         dropped_unfounded,
+        repo_rules: context.rules,
         ..Report::empty()
     };
     Reviewed {
@@ -244,13 +252,23 @@ fn record_merge(
     }
 }
 
-/// Drops what no lens should see — binary files and `ignore_paths` — and lists each of them.
-fn gate(mut diff: Diff, config: &ReviewConfig) -> (Diff, Vec<NotReviewed>) {
+/// Drops what no lens should see — `ignore_paths`, generated and vendored files, binary files —
+/// and lists each of them.
+fn gate(
+    mut diff: Diff,
+    config: &ReviewConfig,
+    attributes: &Attributes,
+) -> (Diff, Vec<NotReviewed>) {
     let ignored = config.ignored();
     let mut not_reviewed = Vec::new();
     diff.retain(|file| {
         let reason = if ignored.is_match(file.path()) {
             NotReviewedReason::Ignored
+        } else if let Some(guard) = attributes.guard(file.path()) {
+            match guard {
+                Guard::Generated => NotReviewedReason::Generated,
+                Guard::Vendored => NotReviewedReason::Vendored,
+            }
         } else if file.binary {
             NotReviewedReason::Binary
         } else {

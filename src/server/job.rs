@@ -8,11 +8,14 @@ use crate::flow::request::ReviewRequest;
 use crate::flow::{self, FlowCtx, FlowOutcome};
 use crate::github::app::GithubApp;
 use crate::github::client::ClientLimits;
+use crate::ids::InstallationId;
 use crate::lens::LensStatus;
+use crate::review::notice::Notice;
 use crate::review::panel::{NoProgress, Panel, SubscriptionSlots};
 use crate::server::Metrics;
+use crate::server::budget;
 use crate::server::worker::{JobEnd, JobRunner};
-use crate::store::{Job, LensRunRecord, RoundRecord, Store};
+use crate::store::{Job, LensRunRecord, RoundRecord, Store, now_ms};
 
 /// Runs jobs through [`flow::review_pr`].
 pub struct FlowRunner {
@@ -74,7 +77,10 @@ impl FlowRunner {
                 self.metrics.round_posted();
             }
             for run in &report.lenses {
-                let record = LensRunRecord::new(job.id, report.round, run);
+                let record = LensRunRecord {
+                    installation: job.request.installation,
+                    ..LensRunRecord::new(job.id, report.round, run)
+                };
                 if let Err(e) = self.store.record_lens_run(&record).await {
                     tracing::error!(error = %e, "recording a lens run failed");
                 }
@@ -92,6 +98,46 @@ impl FlowRunner {
                     input,
                     output,
                 );
+            }
+        }
+    }
+}
+
+impl FlowRunner {
+    /// The job's end when the installation's daily budget is spent (it waits for the next UTC
+    /// day, and the head's check run says so), or when what it spent cannot be read (tried
+    /// again later); `None`: run it.
+    async fn over_budget(
+        &self,
+        ctx: &FlowCtx<'_>,
+        installation: InstallationId,
+        job: &Job,
+    ) -> Option<JobEnd> {
+        let budget = self.config.serve.daily_budget_usd?;
+        let now = now_ms();
+        let spent = match self
+            .store
+            .spent_since(installation, budget::day_start(now))
+            .await
+        {
+            Ok(spent) => spent,
+            Err(e) => return Some(JobEnd::Failed(format!("reading today's cost failed: {e}"))),
+        };
+        match budget::verdict(Some(budget), spent, &job.request.reason, now) {
+            budget::Verdict::Run => None,
+            budget::Verdict::Wait { until_ms } => {
+                for notice in flow::wait_for_budget(ctx, &job.request, spent, budget).await {
+                    tracing::info!(notice = %notice, "round waits");
+                }
+                let notice = Notice::BudgetReached {
+                    installation,
+                    spent,
+                    budget,
+                };
+                Some(JobEnd::Deferred {
+                    until_ms,
+                    note: notice.to_string(),
+                })
             }
         }
     }
@@ -115,6 +161,9 @@ impl JobRunner for FlowRunner {
             panel: &self.panel,
             observer: &NoProgress,
         };
+        if let Some(wait) = self.over_budget(&ctx, installation, &job).await {
+            return wait;
+        }
         // The round's marker names the delivery that asked for it (see `ReviewRequest::ask`).
         let request = ReviewRequest {
             ask: job.delivery.clone(),

@@ -15,6 +15,7 @@ use axum::routing::{get, post};
 use crate::flow::request::ReviewRequest;
 use crate::ids::JobId;
 
+pub mod budget;
 pub mod http;
 pub mod job;
 pub mod metrics;

@@ -26,6 +26,9 @@ pub enum JobEnd {
     Done(String),
     /// Failed; tried again later until the attempts run out.
     Failed(String),
+    /// Not run now: queued again until `until_ms` (unix milliseconds), this attempt not
+    /// counted; `note` says why (a daily budget reached).
+    Deferred { until_ms: i64, note: String },
 }
 
 /// Runs one job. The serve command supplies the real one (the review flow); the pool only knows
@@ -156,6 +159,13 @@ impl<R: JobRunner> Worker<R> {
                         self.config.max_attempts,
                         self.config.retry_after,
                     )
+                    .await
+                    .map(|_| ())
+            }
+            Some(JobEnd::Deferred { until_ms, note }) => {
+                tracing::info!(%note, until_ms, "job deferred");
+                self.store
+                    .defer(&job, &self.name, until_ms, &note)
                     .await
                     .map(|_| ())
             }

@@ -45,16 +45,30 @@ pub use record::{LensRunRecord, RoundRecord};
 /// A new migration is one more line in each list.
 fn migrator(db: &Db) -> Migrator {
     let files: &[(i64, &'static str, &'static str)] = match db {
-        Db::Sqlite(_) => &[(
-            1,
-            "store",
-            include_str!("../../migrations/sqlite/0001_store.sql"),
-        )],
-        Db::Postgres(_) => &[(
-            1,
-            "store",
-            include_str!("../../migrations/postgres/0001_store.sql"),
-        )],
+        Db::Sqlite(_) => &[
+            (
+                1,
+                "store",
+                include_str!("../../migrations/sqlite/0001_store.sql"),
+            ),
+            (
+                2,
+                "lens run installation",
+                include_str!("../../migrations/sqlite/0002_lens_run_installation.sql"),
+            ),
+        ],
+        Db::Postgres(_) => &[
+            (
+                1,
+                "store",
+                include_str!("../../migrations/postgres/0001_store.sql"),
+            ),
+            (
+                2,
+                "lens run installation",
+                include_str!("../../migrations/postgres/0002_lens_run_installation.sql"),
+            ),
+        ],
     };
     Migrator::with_migrations(
         files

@@ -552,15 +552,41 @@ impl Store {
     /// Gives the job back (shutdown): queued again at once, this attempt not counted (or
     /// `superseded` if a newer head came). `false` when `worker` no longer holds the lease.
     pub async fn release(&self, job: &Job, worker: &str) -> Result<bool, StoreError> {
-        let now = now_ms();
+        self.requeue(job, worker, now_ms(), None).await
+    }
+
+    /// Puts the job back in the queue until `until` (unix milliseconds), this attempt not
+    /// counted, with `note` as its outcome so far (a daily budget reached: the job waits, it is
+    /// not dropped). `superseded` if a newer head came. `false` when `worker` lost the lease.
+    pub async fn defer(
+        &self,
+        job: &Job,
+        worker: &str,
+        until_ms: i64,
+        note: &str,
+    ) -> Result<bool, StoreError> {
+        self.requeue(job, worker, until_ms, Some(note)).await
+    }
+
+    /// Queued again from `run_after` (or superseded), the attempt not counted; `note`, when
+    /// given, becomes the outcome.
+    async fn requeue(
+        &self,
+        job: &Job,
+        worker: &str,
+        run_after: i64,
+        note: Option<&str>,
+    ) -> Result<bool, StoreError> {
         let changed = holder_update!(
             self,
             job,
             worker,
             "state = CASE WHEN superseded_by IS NOT NULL THEN 'superseded' ELSE 'queued' END, \
-             attempts = attempts - 1, run_after = $4, lease_owner = NULL, lease_until = NULL, \
-             updated_at = $4",
-            now
+             attempts = attempts - 1, run_after = $4, outcome = COALESCE($5, outcome), \
+             lease_owner = NULL, lease_until = NULL, updated_at = $6",
+            run_after,
+            note,
+            now_ms()
         );
         Ok(changed == 1)
     }

@@ -5,7 +5,7 @@ use sqlx::Row;
 
 use super::{Scope, Store, StoreError, now_ms, to_i64, to_u64};
 use crate::github::model::RepoName;
-use crate::ids::{HeadSha, JobId, LensName, PrNumber};
+use crate::ids::{HeadSha, InstallationId, JobId, LensName, PrNumber};
 use crate::lens::{AuthClass, LensStatus, Provenance};
 
 /// One round of a job: posted or skipped, with its verdict.
@@ -44,6 +44,8 @@ pub struct LensRunRecord {
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
     pub cost_usd: Option<f64>,
+    /// The App installation the run was for (whose daily budget it counts against).
+    pub installation: Option<InstallationId>,
 }
 
 impl LensRunRecord {
@@ -73,6 +75,7 @@ impl LensRunRecord {
             input_tokens: run.usage.map(|u| u.input_tokens),
             output_tokens: run.usage.map(|u| u.output_tokens),
             cost_usd: run.cost_usd,
+            installation: None,
         }
     }
 }
@@ -109,8 +112,8 @@ impl Store {
             sqlx::query(
                 "INSERT INTO lens_runs (job_id, round, lens, requested_backend, actual_backend, \
                    auth_class, model, fallback_source, status, error, latency_ms, input_tokens, \
-                   output_tokens, cost_usd, recorded_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+                   output_tokens, cost_usd, recorded_at, installation) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
             )
             .bind(run.job.0)
             .bind(run.round.map(i64::from))
@@ -127,6 +130,7 @@ impl Store {
             .bind(run.output_tokens.map(to_i64))
             .bind(run.cost_usd)
             .bind(now_ms())
+            .bind(run.installation.map(|i| to_i64(i.0)))
             .execute(pool)
             .await?;
         });
@@ -205,7 +209,7 @@ impl Store {
             let rows = sqlx::query(
                 "SELECT job_id, round, lens, requested_backend, actual_backend, auth_class, \
                    model, fallback_source, status, error, latency_ms, input_tokens, \
-                   output_tokens, cost_usd FROM lens_runs \
+                   output_tokens, cost_usd, installation FROM lens_runs \
                  WHERE ($1 IS NULL OR job_id = $1) \
                    AND ($2 IS NULL OR job_id IN (SELECT id FROM jobs WHERE repo = $2 AND pr = $3)) \
                  ORDER BY id",
@@ -232,9 +236,33 @@ impl Store {
                         input_tokens: row.try_get::<Option<i64>, _>("input_tokens")?.map(to_u64),
                         output_tokens: row.try_get::<Option<i64>, _>("output_tokens")?.map(to_u64),
                         cost_usd: row.try_get("cost_usd")?,
+                        installation: row
+                            .try_get::<Option<i64>, _>("installation")?
+                            .map(|i| InstallationId(to_u64(i))),
                     })
                 })
                 .collect()
+        })
+    }
+}
+
+impl Store {
+    /// What `installation`'s lens runs recorded at or after `since` (unix milliseconds) cost,
+    /// in dollars; runs that reported no cost count as nothing.
+    pub async fn spent_since(
+        &self,
+        installation: InstallationId,
+        since_ms: i64,
+    ) -> Result<f64, StoreError> {
+        on_pool!(&self.db, pool => {
+            let spent: Option<f64> = sqlx::query_scalar(
+                "SELECT SUM(cost_usd) FROM lens_runs WHERE installation = $1 AND recorded_at >= $2",
+            )
+            .bind(to_i64(installation.0))
+            .bind(since_ms)
+            .fetch_one(pool)
+            .await?;
+            Ok(spent.unwrap_or(0.0))
         })
     }
 }

@@ -96,6 +96,8 @@ fn claude_and_codex_lenses_run_and_merge_with_their_provenance() {
     assert_eq!(claude_p["status"], "ok");
     assert!(claude_p["usage"]["output_tokens"].as_u64().unwrap() > 0);
     assert!(claude_p["cost_usd"].as_f64().unwrap() > 0.0);
+    // Only claude reports a cost: the round's is claude's.
+    assert_eq!(doc["cost_usd"], claude_p["cost_usd"]);
     let terra = &lenses[1];
     assert_eq!(
         (terra["lens"].as_str(), terra["actual_backend"].as_str()),
@@ -177,6 +179,10 @@ fn with_checkout_each_cli_lens_reads_the_directory_and_its_summary_is_posted() {
             .unwrap_or_else(|| panic!("no summary of {lens}:\n{md}"));
         assert!(line.contains("CALLER_MARKER_93"), "{line}");
     }
+    // The body's last line says what each lens used and, where its CLI says, cost.
+    let body_end = md.find("\n---").unwrap_or(md.len());
+    let last = md[..body_end].trim_end().lines().last().unwrap_or_default();
+    insta::assert_snapshot!("cost_line", last);
     let doc: Value = serde_json::from_slice(&run("json").stdout).unwrap();
     assert_eq!(doc["context"]["source"], "checkout");
     assert_eq!(doc["lenses"][1]["tool_calls"], 1, "{doc:#}");

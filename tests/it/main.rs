@@ -11,6 +11,7 @@ mod hardening;
 mod intake;
 mod log_capture;
 mod pr;
+mod rules;
 mod serve;
 mod snapshot;
 mod store;

@@ -511,6 +511,115 @@ async fn review_command(serve: &Serve, id: &str, user: &str) -> u16 {
     deliver(serve, "issue_comment", id, &comment, SECRET).await
 }
 
+/// Records that installation 77's lenses already cost `usd` today, as an earlier round of
+/// another PR would have (its job done).
+async fn spent_today(site: &Site, usd: f64) {
+    use reviewbot::flow::request::{Reason, ReviewRequest};
+    use reviewbot::ids::{DeliveryId, InstallationId, PrNumber};
+    use reviewbot::store::{NewDelivery, Store};
+    let store = Store::connect(&site.db).await.unwrap();
+    let request = ReviewRequest {
+        repo: reviewbot::github::model::RepoName::parse(REPO).unwrap(),
+        pr: PrNumber(99),
+        head: reviewbot::ids::HeadSha::parse(&sha("earlier")),
+        installation: Some(InstallationId(INSTALLATION)),
+        reason: Reason::Opened,
+        force: false,
+        post: true,
+        lenses: Vec::new(),
+        ask: None,
+        fail_on: None,
+    };
+    let delivery = NewDelivery {
+        id: DeliveryId::parse("earlier-round").unwrap(),
+        event: "pull_request".into(),
+        action: Some("opened".into()),
+    };
+    store
+        .accept_delivery(&delivery, Some(&request))
+        .await
+        .unwrap();
+    let job = store
+        .claim("earlier", Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    store
+        .complete(&job, "earlier", "round 1 posted")
+        .await
+        .unwrap();
+    let run = crate::store::priced_run(job.id, Some(usd), Some(INSTALLATION));
+    store.record_lens_run(&run).await.unwrap();
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn past_the_daily_budget_a_round_waits_and_a_maintainers_command_still_runs() {
+    let fake = world();
+    fake.set_role(REPO, "maintainer", "maintain");
+    let site = Site::new("[serve]\ndaily_budget_usd = 1.0\n");
+    spent_today(&site, 1.25).await;
+    let serve = Serve::start(&site, &fake);
+    let opened = payload("pull_request", "opened.payload.json", &sha("head"));
+    assert_eq!(
+        deliver(&serve, "pull_request", "b-1", &opened, SECRET).await,
+        202
+    );
+
+    // The push's round is deferred, not dropped: queued again, saying why.
+    let store = reviewbot::store::Store::connect(&site.db).await.unwrap();
+    let repo = reviewbot::github::model::RepoName::parse(REPO).unwrap();
+    let start = Instant::now();
+    let waiting = loop {
+        let jobs = store
+            .jobs_for_pr(&repo, reviewbot::ids::PrNumber(PR))
+            .await
+            .unwrap();
+        if let Some(job) = jobs.into_iter().find(|j| j.outcome.is_some()) {
+            break job;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "{}", serve.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        waiting.state,
+        reviewbot::store::JobState::Queued,
+        "{}",
+        serve.log()
+    );
+    assert_eq!(waiting.attempts, 0, "the wait is not a failed attempt");
+    let note = waiting.outcome.unwrap_or_default();
+    assert!(
+        note.contains("daily review budget reached") && note.contains("$1.25"),
+        "{note}"
+    );
+    assert!(fake.reviews(REPO, PR).is_empty());
+    // The head's check run says why, without failing the PR.
+    let runs = fake.check_runs(REPO);
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    assert_eq!(
+        (runs[0]["status"].as_str(), runs[0]["conclusion"].as_str()),
+        (Some("completed"), Some("neutral"))
+    );
+    assert_eq!(runs[0]["output"]["title"], "Daily review budget reached");
+    let summary = runs[0]["output"]["summary"].as_str().unwrap_or_default();
+    assert!(
+        summary.contains("$1.25") && summary.contains("$1.00"),
+        "{summary}"
+    );
+
+    // A maintainer asks: that one round runs.
+    review_command(&serve, "b-2", "maintainer").await;
+    reviews_reach(&fake, PR, 1, &serve).await;
+    let waiting = store.job(waiting.id).await.unwrap().unwrap();
+    assert_eq!(
+        waiting.state,
+        reviewbot::store::JobState::Queued,
+        "still waiting for tomorrow"
+    );
+    store.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn either_of_two_secrets_is_accepted_and_a_wrong_one_is_401() {
     let fake = world();

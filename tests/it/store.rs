@@ -63,6 +63,7 @@ on_both!(
     concurrent_claimers_take_each_job_once,
     migrations_are_idempotent,
     rounds_and_lens_runs_are_recorded,
+    the_days_cost_is_summed_per_installation_and_a_job_waits,
     a_closed_store_answers_with_errors,
 );
 
@@ -633,6 +634,7 @@ async fn rounds_and_lens_runs_are_recorded(db: TestDb) {
         input_tokens: Some(20_000),
         output_tokens: Some(1_500),
         cost_usd: Some(0.0825),
+        installation: Some(InstallationId(7)),
     };
     let failed = LensRunRecord {
         lens: LensName::new("builtin"),
@@ -698,6 +700,96 @@ async fn rounds_and_lens_runs_are_recorded(db: TestDb) {
     assert_eq!(ids, vec![id, later]);
     assert_eq!(jobs[0].state, JobState::Superseded);
     assert!(store.lens_runs_for(JobId(9_999)).await.unwrap().is_empty());
+}
+
+async fn the_days_cost_is_summed_per_installation_and_a_job_waits(db: TestDb) {
+    let store = db.store;
+    let id = enqueued(&enqueue(&store, &request(6, 'a', false)).await);
+    let run = |cost_usd, installation: Option<u64>| priced_run(id, cost_usd, installation);
+    let since = now_ms() - 1;
+    for (cost, installation) in [
+        (Some(0.5), Some(7)),
+        (Some(0.25), Some(7)),
+        (None, Some(7)),
+        (Some(9.0), Some(8)),
+        (Some(3.0), None),
+    ] {
+        store
+            .record_lens_run(&run(cost, installation))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        store.spent_since(InstallationId(7), since).await.unwrap(),
+        0.75
+    );
+    assert_eq!(
+        store.spent_since(InstallationId(8), since).await.unwrap(),
+        9.0
+    );
+    assert_eq!(
+        store.spent_since(InstallationId(9), since).await.unwrap(),
+        0.0
+    );
+    // Runs recorded before the day began do not count.
+    let tomorrow = since + 86_400_000;
+    assert_eq!(
+        store
+            .spent_since(InstallationId(7), tomorrow)
+            .await
+            .unwrap(),
+        0.0
+    );
+    assert_eq!(
+        store.lens_runs_for(id).await.unwrap()[3].installation,
+        Some(InstallationId(8))
+    );
+
+    // Over budget, the job waits: queued until tomorrow, the attempt not counted.
+    let job = store.claim("w1", LONG).await.unwrap().unwrap();
+    assert!(
+        !store.defer(&job, "w2", tomorrow, "budget").await.unwrap(),
+        "not w2's"
+    );
+    assert!(store.defer(&job, "w1", tomorrow, "budget").await.unwrap());
+    let waiting = store.job(id).await.unwrap().unwrap();
+    assert_eq!((waiting.state, waiting.attempts), (JobState::Queued, 0));
+    assert_eq!(waiting.outcome.as_deref(), Some("budget"));
+    assert_eq!(waiting.lease_owner, None);
+    assert!(
+        store.claim("w1", LONG).await.unwrap().is_none(),
+        "not before tomorrow"
+    );
+}
+
+/// A claude lens run of `job`'s round 1 that cost `cost_usd` for `installation`.
+pub(crate) fn priced_run(
+    job: JobId,
+    cost_usd: Option<f64>,
+    installation: Option<u64>,
+) -> LensRunRecord {
+    LensRunRecord {
+        job,
+        round: Some(1),
+        lens: LensName::new("claude"),
+        requested_backend: "claude-cli".into(),
+        actual_backend: "claude-cli".into(),
+        auth_class: "subscription".into(),
+        model: None,
+        fallback_source: None,
+        status: "ok".into(),
+        error: None,
+        latency_ms: 1,
+        input_tokens: Some(10),
+        output_tokens: Some(2),
+        cost_usd,
+        installation: installation.map(InstallationId),
+    }
+}
+
+fn now_ms() -> i64 {
+    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    i64::try_from(since_epoch.as_millis()).unwrap()
 }
 
 async fn a_closed_store_answers_with_errors(db: TestDb) {
