@@ -377,7 +377,7 @@ impl Config {
             if !names.insert(lens.name.as_str()) {
                 return Err((key, "this lens name is defined twice".into()));
             }
-            let named_program = crate::lens::backend::backend(lens.backend).runs_named_program();
+            let named_program = crate::lens::registry::backend(lens.backend).runs_named_program();
             if named_program && lens.bin.is_none() {
                 return Err((
                     key,

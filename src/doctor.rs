@@ -21,8 +21,8 @@ use crate::github::client::{ClientLimits, DEFAULT_API_URL, GithubClient};
 use crate::github::model::RepoName;
 use crate::lens::LensSpec;
 use crate::lens::http::origin_of;
-use crate::lens::preflight::lens_checks;
 pub use crate::lens::preflight::{CLI_TIMEOUT, Check, PreflightEnv};
+use crate::lens::registry::backend;
 
 /// What doctor reads from the environment, captured once.
 pub struct DoctorEnv {
@@ -163,6 +163,24 @@ pub async fn run(config: &Config, lenses: &[LensSpec], env: &DoctorEnv) -> Docto
     checks.extend(lens_checks);
     checks.push(github);
     DoctorReport { checks }
+}
+
+/// The checks of one lens: its backend's lines, then whether its API fallback could run.
+async fn lens_checks(spec: &LensSpec, env: &PreflightEnv) -> Vec<Check> {
+    let subject = format!("lens {}", spec.name);
+    let b = backend(spec.backend);
+    let mut checks = b.preflight(&subject, spec, env).await;
+    let fallback_model = spec
+        .api_fallback_model
+        .as_deref()
+        .map(str::trim)
+        .filter(|m| !m.is_empty());
+    if let (Some(api), Some(model)) = (b.fallback(), fallback_model)
+        && let Some(check) = backend(api).fallback_check(&subject, model, env)
+    {
+        checks.push(check);
+    }
+    checks
 }
 
 fn config_check(config: &Config, path: Option<&Path>) -> Check {

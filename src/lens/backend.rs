@@ -1,24 +1,19 @@
-//! One trait every backend implements, and the registry that names them.
+//! One trait every backend implements.
 //!
 //! A backend says what it is (its kind, who pays for it, which API it may fall back to, how it
 //! runs), makes one call, and checks its own setup for `doctor`. The panel, the config and
-//! `doctor` ask the registry and never match on the kind themselves, so a new backend is one
-//! file, one [`BackendKind`] variant and one line in [`backend`].
+//! `doctor` ask [`super::registry`] and never match on the kind themselves, so a new backend is
+//! one file, one [`BackendKind`] variant and one line in the registry.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use super::agent_cli::CliBackend;
-use super::api::ApiBackend;
 use super::cli_env::CliEnv;
 use super::http::{ApiEnv, RetryPolicy};
 use super::preflight::{Check, PreflightEnv};
 use super::process::KILL_GRACE;
-use super::{
-    Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec, anthropic, builtin, claude,
-    codex, command, openai,
-};
+use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec};
 
 /// A boxed future borrowing its arguments: what a trait object can return.
 pub type Pending<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -113,61 +108,5 @@ pub trait Backend: Sync {
             Runs::Process => 2,
             Runs::Http | Runs::InProcess => 1,
         }
-    }
-}
-
-/// The registry: the backend of each kind.
-pub fn backend(kind: BackendKind) -> &'static dyn Backend {
-    match kind {
-        BackendKind::Builtin => &builtin::Builtin,
-        BackendKind::Command => &command::Command,
-        BackendKind::ClaudeCli => &CliBackend::<claude::ClaudeCli>::NEW,
-        BackendKind::CodexCli => &CliBackend::<codex::CodexCli>::NEW,
-        BackendKind::Anthropic => &ApiBackend::<anthropic::Anthropic>::NEW,
-        BackendKind::Openai => &ApiBackend::<openai::Openai>::NEW,
-    }
-}
-
-/// Every kind, in the order `doctor` and the docs list them.
-pub const ALL: [BackendKind; 6] = [
-    BackendKind::Builtin,
-    BackendKind::Command,
-    BackendKind::ClaudeCli,
-    BackendKind::CodexCli,
-    BackendKind::Anthropic,
-    BackendKind::Openai,
-];
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_kind_is_registered_under_its_own_kind() {
-        for kind in ALL {
-            assert_eq!(backend(kind).kind(), kind, "{}", kind.as_str());
-        }
-    }
-
-    #[test]
-    fn only_subscription_backends_fall_back_and_only_to_their_vendors_api() {
-        for kind in ALL {
-            let b = backend(kind);
-            match b.fallback() {
-                Some(api) => {
-                    assert_eq!(b.auth_class(), AuthClass::Subscription);
-                    assert_eq!(backend(api).auth_class(), AuthClass::Api);
-                }
-                None => assert_ne!(b.auth_class(), AuthClass::Subscription, "{}", kind.as_str()),
-            }
-        }
-        assert_eq!(
-            backend(BackendKind::ClaudeCli).fallback(),
-            Some(BackendKind::Anthropic)
-        );
-        assert_eq!(
-            backend(BackendKind::CodexCli).fallback(),
-            Some(BackendKind::Openai)
-        );
     }
 }

@@ -19,6 +19,7 @@ pub mod openai;
 pub mod parse;
 pub mod preflight;
 pub mod process;
+pub mod registry;
 pub mod tools;
 
 use std::path::Path;
@@ -56,7 +57,7 @@ impl BackendKind {
     }
 
     pub fn auth_class(self) -> AuthClass {
-        backend::backend(self).auth_class()
+        registry::backend(self).auth_class()
     }
 }
 
@@ -91,7 +92,7 @@ pub struct LensSpec {
 impl LensSpec {
     /// The API backend a subscription lens may fall back to: its own vendor's, never another.
     pub fn fallback_backend(&self) -> Option<BackendKind> {
-        backend::backend(self.backend).fallback()
+        registry::backend(self.backend).fallback()
     }
 
     /// Default per-lens timeout.

@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::LensSpec;
-use super::backend::backend;
 use super::cli_env::{Cli, CliEnv, scratch_dir};
 use super::http::ApiEnv;
 use super::process::{self, Keep, ProcessSpec, child_text, describe_status};
@@ -271,24 +270,6 @@ pub(crate) fn not_found(bin: &str, install: &str) -> String {
     } else {
         format!("`{bin}` was not found on PATH ({install})")
     }
-}
-
-/// The checks of one lens: its backend's lines, then whether its API fallback could run.
-pub async fn lens_checks(spec: &LensSpec, env: &PreflightEnv) -> Vec<Check> {
-    let subject = format!("lens {}", spec.name);
-    let b = backend(spec.backend);
-    let mut checks = b.preflight(&subject, spec, env).await;
-    let fallback_model = spec
-        .api_fallback_model
-        .as_deref()
-        .map(str::trim)
-        .filter(|m| !m.is_empty());
-    if let (Some(api), Some(model)) = (b.fallback(), fallback_model)
-        && let Some(check) = backend(api).fallback_check(&subject, model, env)
-    {
-        checks.push(check);
-    }
-    checks
 }
 
 #[cfg(test)]

@@ -18,11 +18,12 @@ use tokio::task::JoinSet;
 use crate::diff::Diff;
 use crate::evidence::{Evidence, Record};
 use crate::ids::LensName;
-use crate::lens::backend::{self, CallEnv, Runs};
+use crate::lens::backend::{CallEnv, Runs};
 use crate::lens::cli_env::CliEnv;
 use crate::lens::contract::LensResponse;
 use crate::lens::http::{ApiEnv, RetryPolicy};
 use crate::lens::process::timed_out;
+use crate::lens::registry;
 use crate::lens::{
     Answer, AuthClass, BackendKind, Failure, FailureKind, LensRequest, LensRun, LensSpec,
     LensStatus, Provenance, Usage, builtin,
@@ -89,7 +90,7 @@ impl SubscriptionSlots {
     pub fn new(per_backend: usize) -> Self {
         let per_backend = per_backend.max(1);
         Self {
-            slots: backend::ALL
+            slots: registry::ALL
                 .into_iter()
                 .filter(|&kind| kind.auth_class() == AuthClass::Subscription)
                 .map(|kind| (kind, Arc::new(Semaphore::new(per_backend))))
@@ -218,7 +219,7 @@ struct Shared {
 
 impl Shared {
     async fn run_lens(&self, spec: LensSpec, input: &PanelInput) -> Outcome {
-        if backend::backend(spec.backend).runs() == Runs::InProcess {
+        if registry::backend(spec.backend).runs() == Runs::InProcess {
             return self.run_builtin(&spec, input).await;
         }
         let calls = input.calls.len();
@@ -411,7 +412,7 @@ impl Shared {
     }
 
     fn warn_billing(&self, spec: &LensSpec, api: BackendKind, model: &str, why: &Failure) {
-        let key = backend::backend(api).billed_to().unwrap_or("an API key");
+        let key = registry::backend(api).billed_to().unwrap_or("an API key");
         // Once per run: the first paid dispatch is the one the user must hear about.
         let first = !self.billing_warned.swap(true, Ordering::SeqCst);
         let lead = if first { "warning: billing" } else { "warning" };
@@ -435,7 +436,7 @@ impl Shared {
         call: usize,
         calls: usize,
     ) -> Result<Answer, Failure> {
-        let attempts = backend::backend(backend).panel_attempts();
+        let attempts = registry::backend(backend).panel_attempts();
         let mut last = None;
         for attempt in 0..attempts {
             if attempt > 0 {
@@ -515,7 +516,7 @@ impl Shared {
             Some(slots) => slots.acquire().await.ok(),
             None => None,
         };
-        let b = backend::backend(backend);
+        let b = registry::backend(backend);
         let env = CallEnv {
             cli: &self.panel.cli_env,
             anthropic: &self.panel.anthropic,
