@@ -87,6 +87,18 @@ fi
 if [ -z "$repo" ] || [ -z "$ref" ]; then
   build_from_source "the action does not run from a repository ref (a local action)"
 fi
+# A commit-SHA pin names no release: the release is the one of the version that the action's
+# own repository declares at that commit (its Cargo.toml's [package] version), verified by its
+# checksum like any other. The pin keeps the action's scripts immutable.
+if [[ "$ref" =~ ^[0-9a-f]{40}$ ]]; then
+  manifest="${GITHUB_ACTION_PATH:-.}/../Cargo.toml"
+  version="$(awk '/^\[/ { section = $0 } section == "[package]" && /^version = "/ { gsub(/^version = "|"$/, ""); print; exit }' "$manifest" 2>/dev/null || true)"
+  if ! [[ "$version" =~ ^[0-9][0-9A-Za-z.+-]*$ ]]; then
+    build_from_source "the action is pinned to commit $ref, whose Cargo.toml names no version"
+  fi
+  echo "The action is pinned to commit $ref (version $version): using release v$version"
+  ref="v$version"
+fi
 # Both go into a URL and a cache path: only what a repository name and a release tag can be.
 if ! [[ "$repo" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9._-]+$ ]] ||
   ! [[ "$ref" =~ ^[A-Za-z0-9][A-Za-z0-9._+-]*$ ]]; then

@@ -170,6 +170,7 @@ fn plan_benches(c: &mut Criterion) {
         token_budget: 120_000,
         path_rules: &[],
         repo_rules: &[],
+        notes: &[],
     };
     let p = plan::plan(&diff, None, &opts);
     eprintln!(

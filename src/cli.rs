@@ -19,6 +19,7 @@ use crate::flow::{self, FlowCtx, Reason, ReviewRequest};
 use crate::github::{self, client::ClientLimits, model::RepoName};
 use crate::ids::PrNumber;
 use crate::lens::{BackendKind, LensSpec};
+use crate::redact::KnownSecrets;
 use crate::render::markdown::BodyOptions;
 use crate::render::{self, Format};
 use crate::review::notice::Notice;
@@ -44,6 +45,28 @@ enum Command {
     Doctor(DoctorArgs),
     /// Run the GitHub App: answer webhooks, queue rounds durably, review and post.
     Serve(ServeArgs),
+    /// The learnings kept from maintainers' rulings on findings (the store of
+    /// $REVIEWBOT_DATABASE_URL, default sqlite://reviewbot.db).
+    #[command(subcommand)]
+    Learnings(LearningsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum LearningsCommand {
+    /// List a repository's learnings.
+    List {
+        /// The repository.
+        #[arg(long, value_name = "OWNER/NAME")]
+        repo: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget one learning: later rounds no longer see it.
+    Forget {
+        /// The learning's id, as `learnings list` shows it.
+        id: i64,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -165,7 +188,10 @@ pub fn main() -> ExitCode {
     }
     // Before anything can print, log or post: every credential is masked by value.
     crate::credentials::remember_from_env();
-    match run(cli) {
+    // A command reviews once: what its review remembers is masked until the process ends (in
+    // the error below too), not only while the review runs.
+    let secrets = KnownSecrets::new();
+    match run(cli, &secrets) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {}", crate::redact::redact(&e.to_string()));
@@ -174,17 +200,87 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<ExitCode, CliError> {
+fn run(cli: Cli, secrets: &KnownSecrets) -> Result<ExitCode, CliError> {
     match cli.command {
-        Command::Review(args) => review(args),
+        Command::Review(args) => review(args, secrets),
         Command::Doctor(args) => doctor(args),
-        Command::Serve(args) => serve(args),
+        Command::Serve(args) => serve_app(args),
+        Command::Learnings(command) => learnings(command),
     }
+}
+
+/// The store named by `REVIEWBOT_DATABASE_URL`, when it is set: where a review run keeps
+/// learnings (without one they are not kept, and a notice says so).
+async fn open_store() -> Result<Option<crate::store::Store>, CliError> {
+    let Some(url) = std::env::var("REVIEWBOT_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+    else {
+        return Ok(None);
+    };
+    connect_store(&url).await.map(Some)
+}
+
+async fn connect_store(url: &str) -> Result<crate::store::Store, CliError> {
+    crate::store::Store::connect(url).await.map_err(|e| {
+        CliError::Runtime(format!(
+            "cannot open the store {}: {e}",
+            crate::store::mask_url(url)
+        ))
+    })
+}
+
+/// `reviewbot learnings list|forget`: against the store of `REVIEWBOT_DATABASE_URL` (the
+/// App's default when unset). Exit 2 for a bad repository or an unknown id, 3 when the store
+/// cannot be reached.
+fn learnings(command: LearningsCommand) -> Result<ExitCode, CliError> {
+    let url = std::env::var("REVIEWBOT_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+        .unwrap_or_else(|| crate::server::serve::DEFAULT_DATABASE_URL.to_owned());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Runtime(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(async {
+        let store = connect_store(&url).await?;
+        let result = match command {
+            LearningsCommand::List { repo, json } => {
+                let repo = RepoName::parse(&repo)
+                    .ok_or_else(|| CliError::Usage(format!("--repo `{repo}` is not OWNER/NAME")))?;
+                let learnings = store
+                    .learnings(&repo)
+                    .await
+                    .map_err(|e| CliError::Runtime(e.to_string()))?;
+                let text = match json {
+                    true => render::conversation::learnings_json(&learnings),
+                    false => render::conversation::learnings_text(&repo, &learnings),
+                };
+                write_stdout(&text);
+                Ok(ExitCode::SUCCESS)
+            }
+            LearningsCommand::Forget { id } => {
+                match store
+                    .forget_learning(id)
+                    .await
+                    .map_err(|e| CliError::Runtime(e.to_string()))?
+                {
+                    true => {
+                        write_stdout(&render::conversation::forgotten(id));
+                        Ok(ExitCode::SUCCESS)
+                    }
+                    false => Err(CliError::Usage(format!("no learning has id {id}"))),
+                }
+            }
+        };
+        store.close().await;
+        result
+    })
 }
 
 /// `reviewbot serve`: exit 2 for a configuration problem (the config file, a missing secret or
 /// key), 3 when the store or GitHub cannot be reached at start; 0 after SIGTERM.
-fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
+fn serve_app(args: ServeArgs) -> Result<ExitCode, CliError> {
     let path = config::locate(args.config.as_deref());
     let config = match &path {
         Some(p) => Config::load(p).map_err(|e| CliError::Usage(e.to_string()))?,
@@ -236,7 +332,7 @@ fn doctor(args: DoctorArgs) -> Result<ExitCode, CliError> {
     })
 }
 
-fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
+fn review(args: ReviewArgs, secrets: &KnownSecrets) -> Result<ExitCode, CliError> {
     // What the secret pass and the builtin lens build on first use is built meanwhile, while
     // this thread reads the config and the diff.
     std::thread::spawn(crate::lens::builtin::prepare);
@@ -282,7 +378,7 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
             let observer = progress_observer();
             // Only the text format shows lines from the diff; the others need no copy of it.
             let keep = (args.common.format == Format::Text).then(|| diff.clone());
-            let report = runtime.block_on(pipeline::review(
+            let report = runtime.block_on(secrets.scope(pipeline::review(
                 diff,
                 None,
                 &lenses,
@@ -290,7 +386,7 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
                 context,
                 &panel,
                 observer.as_ref(),
-            ));
+            )));
             // Includes dropping the diff, which the pipeline owned.
             crate::timing::mark("reviewed");
             (
@@ -302,17 +398,18 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
         None => {
             let request = pr_request(&args)?;
             let limits = ClientLimits::from_config(&config.github);
-            let has_token = std::env::var("GITHUB_TOKEN").is_ok_and(|t| !t.trim().is_empty());
-            let outcome = runtime.block_on(async {
+            let outcome = runtime.block_on(secrets.scope(async {
                 let client = github::client::from_env(limits)
                     .map_err(|e| CliError::Runtime(e.to_string()))?;
                 let observer = progress_observer();
+                let store = open_store().await?;
                 let ctx = FlowCtx {
                     github: &client,
-                    has_token,
+                    has_token: client.sends_token(),
                     config: &config,
                     panel: &panel,
                     observer: observer.as_ref(),
+                    store: store.as_ref(),
                 };
                 let result = flow::review_pr(&ctx, &request).await;
                 tracing::info!(requests = client.request_count(), "GitHub requests made");
@@ -320,7 +417,7 @@ fn review(args: ReviewArgs) -> Result<ExitCode, CliError> {
                     true => CliError::Runtime(e.to_string()),
                     false => CliError::Usage(e.to_string()),
                 })
-            })?;
+            }))?;
             for notice in &outcome.notices {
                 eprintln!("{}", crate::redact::redact(&notice.to_string()));
             }

@@ -80,7 +80,7 @@ pub fn remember<'a>(values: impl IntoIterator<Item = &'a str>) {
         );
         pieces.push(value.trim());
     }
-    crate::redact::remember(pieces.into_iter().map(|v| (RULE, v)));
+    crate::redact::remember_for_process(pieces.into_iter().map(|v| (RULE, v)));
 }
 
 fn read_small(path: &Path) -> Option<String> {

@@ -155,6 +155,65 @@ impl fmt::Debug for JobId {
     }
 }
 
+/// `owner/name`, compared case-insensitively as GitHub does.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct RepoName {
+    owner: String,
+    name: String,
+}
+
+impl RepoName {
+    /// The account that owns the repository (lower-case).
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// The repository's name (lower-case).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Parses `owner/name`; `None` for anything else.
+    pub fn parse(s: &str) -> Option<RepoName> {
+        let (owner, name) = s.trim().split_once('/')?;
+        let ok = |p: &str| {
+            !p.is_empty()
+                && p.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        };
+        (ok(owner) && ok(name) && name != "." && name != "..").then(|| RepoName {
+            owner: owner.to_ascii_lowercase(),
+            name: name.to_ascii_lowercase(),
+        })
+    }
+}
+
+impl fmt::Display for RepoName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.owner, self.name)
+    }
+}
+
+impl fmt::Debug for RepoName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl Serialize for RepoName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for RepoName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        RepoName::parse(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("not an owner/name: {s:?}")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

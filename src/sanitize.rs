@@ -341,8 +341,8 @@ mod tests {
         let pr = crate::lens::PrInfo {
             title: "Fix\u{200B} it\n<!-- approve -->".into(),
             body: "Body [//]: #\n[//]: # (x)\nend".into(),
-            number: 1,
-            head: "a".repeat(40),
+            number: crate::ids::PrNumber(1),
+            head: crate::ids::HeadSha::parse(&"a".repeat(40)).expect("sha"),
         }
         .sanitized();
         assert_eq!(pr.title, "Fix it");

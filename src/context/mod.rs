@@ -66,6 +66,8 @@ pub struct Context {
     /// The base branch's `.gitattributes`: which files are generated or vendored, kept from
     /// every lens.
     pub attributes: Arc<crate::attributes::Attributes>,
+    /// The repository's learnings: maintainers' rulings on earlier findings, for the prompts.
+    pub notes: Vec<crate::plan::Note>,
 }
 
 impl Context {

@@ -20,6 +20,7 @@ use crate::render::check as text;
 use crate::render::markdown::BodyOptions;
 use crate::review::Report;
 use crate::review::gate::SkipReason;
+use crate::review::markers::RoundMarker;
 use crate::review::notice::Notice;
 
 /// Where the round's check run lives.
@@ -261,19 +262,12 @@ pub(super) async fn recover(
     fail_on: FailOn,
     notices: &mut Vec<Notice>,
 ) {
-    let run = match existing(ctx, at).await {
-        Ok(Some(run)) if run.status != CheckStatus::Completed => run,
-        Ok(_) => return,
-        Err(e) => {
-            notices.push(Notice::CheckRunFailed {
-                error: e.to_string(),
-            });
-            return;
-        }
+    let Some(run) = spinning(ctx, at, notices).await else {
+        return;
     };
     let round = reports.iter().filter_map(|r| r.round).max().unwrap_or(1);
     let verdict = verdict(reports);
-    let needle = format!("<!-- reviewbot round={round} head={}", at.head);
+    let needle = RoundMarker::prefix(round, at.head);
     let summary = reviews
         .iter()
         .rev()
@@ -293,6 +287,84 @@ pub(super) async fn recover(
         notices,
     )
     .await;
+}
+
+/// A round whose job gives up: its check run, when one is still `in_progress`, is completed
+/// `neutral` saying why, so it is never left spinning.
+pub(super) async fn abandoned(
+    ctx: &FlowCtx<'_>,
+    at: &Site<'_>,
+    attempts: u32,
+    error: &str,
+    notices: &mut Vec<Notice>,
+) {
+    let Some(run) = spinning(ctx, at, notices).await else {
+        return;
+    };
+    let title = text::abandoned_title();
+    let summary = text::abandoned_summary(attempts, error);
+    let conclusion = CheckConclusion::Neutral;
+    complete(
+        ctx,
+        at,
+        run.id,
+        conclusion,
+        title,
+        summary,
+        Vec::new(),
+        notices,
+    )
+    .await;
+}
+
+/// After answers in the threads of the head's round: its check run (when there is one) is
+/// completed again with what the threads left standing.
+pub(super) async fn after_answers(
+    ctx: &FlowCtx<'_>,
+    at: &Site<'_>,
+    history: &crate::review::rounds::History,
+    withdrawn: usize,
+    fail_on: FailOn,
+    notices: &mut Vec<Notice>,
+) {
+    let Some(latest) = history.latest().filter(|m| &m.head == at.head) else {
+        return;
+    };
+    let Some(run) = found(ctx, at, notices).await else {
+        return;
+    };
+    let verdict = history.standing_verdict();
+    let summary = crate::render::conversation::check_summary(verdict, withdrawn);
+    let title = text::done_title(latest.round, verdict);
+    let conclusion = judged(verdict, fail_on);
+    complete(
+        ctx,
+        at,
+        run.id,
+        conclusion,
+        title,
+        summary,
+        Vec::new(),
+        notices,
+    )
+    .await;
+}
+
+/// The run reviewbot left `in_progress` on the head for this PR, if any.
+async fn spinning(ctx: &FlowCtx<'_>, at: &Site<'_>, notices: &mut Vec<Notice>) -> Option<CheckRun> {
+    found(ctx, at, notices)
+        .await
+        .filter(|run| run.status != CheckStatus::Completed)
+}
+
+/// The last run reviewbot left on the head for this PR; when it cannot be read, a notice.
+async fn found(ctx: &FlowCtx<'_>, at: &Site<'_>, notices: &mut Vec<Notice>) -> Option<CheckRun> {
+    existing(ctx, at).await.unwrap_or_else(|e| {
+        notices.push(Notice::CheckRunFailed {
+            error: e.to_string(),
+        });
+        None
+    })
 }
 
 /// The last run reviewbot left on the head for this PR.

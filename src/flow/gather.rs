@@ -12,7 +12,7 @@ use crate::github::client::GithubError;
 use crate::github::model::{Comparison, Permission, PullRequest, RepoName, Review, ReviewComment};
 use crate::ids::{HeadSha, PrNumber};
 use crate::repo_rules::{self, RuleFile};
-use crate::review::rounds::{History, Identity};
+use crate::review::markers::{Identity, RoundMarker};
 use crate::review::scope::diff_of;
 
 /// Where the repository's own settings live, read from the PR's base branch.
@@ -130,6 +130,51 @@ pub(super) async fn snapshot(
     context::extract_download(&mut body, context::caps(&ctx.config.context)).await
 }
 
+/// The snapshot a run's lenses read, once: none when no lens wants one (only the builtin lens
+/// runs), and the reason when the repository or the operator turned it off.
+pub(super) async fn snapshot_once(
+    ctx: &FlowCtx<'_>,
+    repo: &RepoName,
+    head: &HeadSha,
+    wanted: bool,
+    enabled: bool,
+) -> Result<Option<Snapshot>, Unavailable> {
+    match (wanted, enabled) {
+        (false, _) => Ok(None),
+        (true, false) => Err(Unavailable::Disabled),
+        (true, true) => snapshot(ctx, repo, head).await.map(Some),
+    }
+}
+
+/// The repository's learnings, as the prompts' notes (none without a store; a store that
+/// cannot be read is a warning, and the round goes on without them).
+pub(super) async fn notes(
+    ctx: &FlowCtx<'_>,
+    repo: &RepoName,
+    notices: &mut Vec<crate::review::notice::Notice>,
+) -> Vec<crate::plan::Note> {
+    let Some(store) = ctx.store else {
+        return Vec::new();
+    };
+    match store.learnings(repo).await {
+        Ok(learnings) => learnings
+            .into_iter()
+            .map(|l| crate::plan::Note {
+                path: l.path,
+                title: l.title,
+                reply: l.reply,
+                author: l.author,
+            })
+            .collect(),
+        Err(e) => {
+            notices.push(crate::review::notice::Notice::LearningFailed {
+                error: e.to_string(),
+            });
+            Vec::new()
+        }
+    }
+}
+
 /// What `user` may do in `repo` (a user GitHub does not know has no permission).
 pub(super) async fn permission(
     ctx: &FlowCtx<'_>,
@@ -171,10 +216,10 @@ pub(super) async fn past_rounds(
     identity: &Identity,
 ) -> Result<(Vec<Review>, Vec<ReviewComment>), GithubError> {
     let reviews = ctx.github.reviews(repo, pr).await?;
-    let any_round = History::read(&reviews, &[], identity, None).last_round() > 0
-        || reviews
-            .iter()
-            .any(|r| identity.owns(r.user.as_ref()) && r.body.contains("<!-- reviewbot round="));
+    // Whether we posted a round: our review holding something like a round marker.
+    let any_round = reviews
+        .iter()
+        .any(|r| identity.owns(r.user.as_ref()) && RoundMarker::mentioned(&r.body));
     let comments = if any_round {
         ctx.github.review_comments(repo, pr).await?
     } else {

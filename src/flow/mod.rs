@@ -18,6 +18,7 @@
 //! create, and one completing update per 50 annotations.
 
 mod check;
+mod converse;
 mod gather;
 mod post;
 pub mod request;
@@ -29,17 +30,19 @@ pub use request::{Reason, ReviewRequest};
 use std::sync::Arc;
 
 use crate::config::{Config, ConfigError, PostMode, ReviewConfig};
-use crate::context::{Context, Unavailable};
+use crate::context::Context;
 use crate::diff::{Diff, ParseError};
 use crate::evidence::Record;
 use crate::github::client::{GithubClient, GithubError};
 use crate::ids::{HeadSha, LensName};
-use crate::lens::{BackendKind, LensSpec, PrInfo};
+use crate::lens::{BackendKind, LensSpec, LensStatus, PrInfo};
 use crate::review::gate::{self, SkipReason};
+use crate::review::markers::RoundMarker;
 use crate::review::notice::Notice;
 use crate::review::panel::{Panel, PanelObserver};
 use crate::review::rounds::{History, settle};
 use crate::review::scope;
+use crate::review::threads::Thread;
 use crate::review::{NotReviewed, NotReviewedReason, Report, pipeline};
 
 /// What the flow works with: GitHub, the operator's settings, the panel (credentials, the
@@ -53,6 +56,9 @@ pub struct FlowCtx<'a> {
     pub config: &'a Config,
     pub panel: &'a Panel,
     pub observer: &'a dyn PanelObserver,
+    /// Where learnings are kept (the App's store, or the CLI's when `REVIEWBOT_DATABASE_URL`
+    /// is set); without one they are not kept.
+    pub store: Option<&'a crate::store::Store>,
 }
 
 /// What one run of the flow did.
@@ -69,6 +75,8 @@ pub struct FlowOutcome {
     /// The head actually reviewed: the PR's head when the flow read it, which can be newer
     /// than the request's.
     pub head: HeadSha,
+    /// The lens calls that answered replies in threads (what they cost counts too).
+    pub answers: Vec<crate::lens::Provenance>,
 }
 
 impl FlowOutcome {
@@ -110,6 +118,11 @@ impl FlowError {
 
 /// Reviews one pull request and, when asked, posts the round.
 pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOutcome, FlowError> {
+    // The secrets the round remembers are its own: masked in what it posts, forgotten after.
+    crate::redact::KnownSecrets::scoped(review_round(ctx, req)).await
+}
+
+async fn review_round(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOutcome, FlowError> {
     let (pull, settings) = gather::pull_and_settings(ctx, &req.repo, req.pr).await?;
     let head = pull.head.clone();
     let mut review = settings.review;
@@ -128,6 +141,7 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
         notices: Vec::new(),
         review,
         head: head.clone(),
+        answers: Vec::new(),
     };
     if let Some(asked) = req.head.as_ref().filter(|asked| **asked != head) {
         out.notices.push(Notice::HeadMoved {
@@ -148,7 +162,7 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
     if let Err(reason) = asked {
         return Ok(skip(out, req, reason));
     }
-    if let Some(reason) = gate::gate(&pull, &out.review) {
+    if let Some(reason) = gate::skip_reason(&pull, &out.review) {
         return Ok(gated(ctx, &site, checks, out, req, reason).await);
     }
 
@@ -167,13 +181,56 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
     }
     let lenses = selection.lenses;
     let identity = gather::identity(ctx).await?;
-    let (reviews, comments) = gather::past_rounds(ctx, &req.repo, req.pr, &identity).await?;
+    let (reviews, mut comments) = gather::past_rounds(ctx, &req.repo, req.pr, &identity).await?;
     let pr_info = PrInfo {
         title: pull.title.clone(),
         body: pull.body.clone(),
-        number: req.pr.0,
-        head: head.to_string(),
+        number: req.pr,
+        head: head.clone(),
     };
+    let wants_snapshot = lenses.iter().any(|l| l.backend != BackendKind::Builtin);
+    let mut snapshot = None;
+
+    // Replies in our findings' threads are answered first, whatever else this run does (the
+    // next round then counts what the answers settled).
+    let threads = Thread::collect(&comments, &identity, |id| {
+        reviews
+            .iter()
+            .any(|r| r.id == id && RoundMarker::find(&r.body).is_some())
+    });
+    let pending = converse::pending(&threads);
+    if req.post && !pending.is_empty() {
+        let snap =
+            gather::snapshot_once(ctx, &req.repo, &head, wants_snapshot, settings.snapshot).await;
+        let at = converse::Site {
+            repo: &req.repo,
+            pr: req.pr,
+            head: &head,
+            pr_info: &pr_info,
+            diff: &diff,
+            checkout: match &snap {
+                Ok(Some(snapshot)) => snapshot.context().root,
+                _ => None,
+            },
+        };
+        let answered = converse::answer(ctx, &at, &pending, &lenses, &mut out.notices).await;
+        comments.extend(answered.posted.iter().cloned());
+        out.answers.extend(answered.lenses.iter().cloned());
+        snapshot = Some(snap);
+        // The head's round counts what the threads now leave standing.
+        if checks && !answered.posted.is_empty() && out.review.post != PostMode::PerLens {
+            let history = History::read(&reviews, &comments, &identity, None);
+            let fail_on = out.review.fail_on;
+            let withdrawn = answered.withdrawn;
+            check::after_answers(ctx, &site, &history, withdrawn, fail_on, &mut out.notices).await;
+        }
+    }
+    if req.reason.is_reply() {
+        if let Some(Ok(Some(snapshot))) = snapshot {
+            snapshot.remove().await;
+        }
+        return Ok(out);
+    }
 
     let per_lens = out.review.post == PostMode::PerLens;
     let groups: Vec<Option<LensName>> = if per_lens {
@@ -210,7 +267,11 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
             Some(done) if !force || asked_again => {
                 let mut report = skipped(SkipReason::AlreadyReviewed, &head);
                 report.round = Some(done.round);
-                report.held_verdict = Some(done.verdict);
+                // A finding withdrawn in its thread no longer counts.
+                report.held_verdict = Some(match history.any_withdrawn() {
+                    true => history.standing_verdict(),
+                    false => done.verdict,
+                });
                 out.notices.push(Notice::AlreadyReviewed {
                     head: head.clone(),
                     lens: lens.clone(),
@@ -274,13 +335,14 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
         false => None,
     };
 
-    // One snapshot for the round, shared by every lens and call; none when only the builtin
-    // lens runs (it reads the diff alone).
+    // One snapshot for the round, shared by every lens and call (and the answers before); none
+    // when only the builtin lens runs (it reads the diff alone).
     let wants_snapshot = run_lenses.iter().any(|l| l.backend != BackendKind::Builtin);
-    let snapshot = match (wants_snapshot, settings.snapshot) {
-        (false, _) => Ok(None),
-        (true, false) => Err(Unavailable::Disabled),
-        (true, true) => gather::snapshot(ctx, &req.repo, &head).await.map(Some),
+    let snapshot = match snapshot {
+        Some(snapshot) => snapshot,
+        None => {
+            gather::snapshot_once(ctx, &req.repo, &head, wants_snapshot, settings.snapshot).await
+        }
     };
     let mut context = match &snapshot {
         Ok(Some(snapshot)) => snapshot.context(),
@@ -290,6 +352,9 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
     // Rules are for prompts: the builtin lens alone takes none.
     if out.review.repo_rules && wants_snapshot {
         context.rules = gather::repo_rules(ctx, &req.repo, &pull.base_ref, &scoped).await?;
+    }
+    if wants_snapshot {
+        context.notes = gather::notes(ctx, &req.repo, &mut out.notices).await;
     }
     context.attributes = Arc::new(gather::attributes(ctx, &req.repo, &pull.base_ref).await?);
     out.notices.extend(Notice::for_context(&context.report));
@@ -327,7 +392,8 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
     for (lens, history) in todo {
         let (findings, provenance) =
             reviewed.for_lens(lens.as_ref(), out.review.min_blocking_confidence);
-        let settled = settle(findings, history, &diff);
+        let all_answered = provenance.iter().all(|p| p.status == LensStatus::Ok);
+        let settled = settle(findings, history, &diff, all_answered);
         if let Some(ev) = &ctx.panel.evidence {
             for (f, why) in &settled.suppressed {
                 ev.record(&Record::Suppressed {
@@ -352,6 +418,17 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
         };
         if req.post && !report.all_lenses_failed() {
             post::round(ctx, &target, &mut report, &mut notices).await?;
+            if report.posted {
+                converse::resolve(
+                    ctx,
+                    &req.repo,
+                    req.pr,
+                    &head,
+                    &settled.addressed,
+                    &mut notices,
+                )
+                .await;
+            }
         } else if req.post {
             notices.push(Notice::AllLensesFailed);
         }
@@ -414,6 +491,35 @@ pub async fn wait_for_budget(
     };
     let summary = crate::render::check::budget_summary(spent, budget);
     check::waiting(ctx, &site, summary, &mut notices).await;
+    notices
+}
+
+/// A job that gives up on its round after `attempts` failed ones (the last with `error`): the
+/// check run it may have left `in_progress` on the head is completed `neutral`, saying so.
+/// What to tell about it comes back.
+pub async fn give_up(
+    ctx: &FlowCtx<'_>,
+    req: &ReviewRequest,
+    attempts: u32,
+    error: &str,
+) -> Vec<Notice> {
+    let mut notices = Vec::new();
+    if !check::wanted(ctx, req.post) || req.reason.is_reply() {
+        return notices;
+    }
+    let head = match &req.head {
+        Some(head) => head.clone(),
+        None => match ctx.github.pull_request(&req.repo, req.pr).await {
+            Ok(pull) => pull.head,
+            Err(_) => return notices,
+        },
+    };
+    let site = check::Site {
+        repo: &req.repo,
+        pr: req.pr,
+        head: &head,
+    };
+    check::abandoned(ctx, &site, attempts, error, &mut notices).await;
     notices
 }
 

@@ -4,14 +4,15 @@
 use crate::config::ReviewConfig;
 use crate::flow::{FlowCtx, FlowError, gather};
 use crate::github::client::GithubError;
-use crate::github::model::{NewComment, NewReview, RepoName, Review};
+use crate::github::model::{NewComment, NewReview, RepoName, Review, ReviewEvent};
 use crate::ids::PrNumber;
 use crate::render::markdown::{self, BodyOptions};
 use crate::review::Report;
 use crate::review::finding::Finding;
 use crate::review::gate::{self, SkipReason};
+use crate::review::markers::Identity;
 use crate::review::notice::Notice;
-use crate::review::rounds::{History, Identity};
+use crate::review::rounds::History;
 
 /// Where a round goes and how it is told apart from others.
 pub(super) struct Target<'a> {
@@ -53,14 +54,14 @@ pub(super) async fn round(
         return Ok(());
     };
     let event = if to.review.request_changes && report.verdict().blocking > 0 {
-        "REQUEST_CHANGES"
+        ReviewEvent::RequestChanges
     } else {
-        "COMMENT"
+        ReviewEvent::Comment
     };
     let full = NewReview {
         commit_id: head.to_string(),
         body: markdown::body(report, &opts),
-        event: event.to_owned(),
+        event,
         comments: markdown::attached(report, to.review.max_comments)
             .into_iter()
             .map(new_comment)

@@ -27,13 +27,23 @@ pub enum Reason {
     Labeled { label: String },
     /// `issue_comment` `/reviewbot review`; a round only when `user` may write to the repository.
     Command { user: String },
+    /// `pull_request_review_comment` `created`: `user` replied (comment `comment`) in a thread;
+    /// no round, only the answers in the PR's threads.
+    Reply { comment: u64, user: String },
 }
 
 impl Reason {
-    /// An explicit ask for a round now, even on a head already reviewed (once it is confirmed:
-    /// the trigger label, a permitted command, the CLI's `--again`).
-    pub fn is_explicit(&self) -> bool {
-        matches!(self, Reason::Labeled { .. } | Reason::Command { .. })
+    /// A reply in a thread: its job answers, and runs no round.
+    pub fn is_reply(&self) -> bool {
+        matches!(self, Reason::Reply { .. })
+    }
+
+    /// The store's `jobs.kind`: reply jobs are superseded by nothing and coalesce with nothing.
+    pub fn job_kind(&self) -> &'static str {
+        match self {
+            Reason::Reply { .. } => "reply",
+            _ => "round",
+        }
     }
 }
 

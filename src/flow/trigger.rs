@@ -3,8 +3,9 @@
 //! applies the gates (opt-out label, draft, trigger label, the commenter's permission).
 
 use crate::flow::request::{Reason, ReviewRequest};
-use crate::github::events::{Event, IssueCommentEvent, PullRequestEvent};
-use crate::github::model::User;
+use crate::github::events::{Event, IssueCommentEvent, PullRequestEvent, ReviewCommentEvent};
+use crate::github::model::{RepoName, User};
+use crate::ids::{HeadSha, InstallationId, PrNumber};
 
 /// The comment that asks for a round.
 const COMMAND: [&str; 2] = ["/reviewbot", "review"];
@@ -19,7 +20,54 @@ pub fn request_for(event: &Event, own_login: &str) -> Option<ReviewRequest> {
         {
             comment(e)
         }
+        Event::ReviewComment(e) if !is_own(&e.sender, own_login) => reply(e),
         _ => None,
+    }
+}
+
+/// A human's reply in a thread asks for answers (the flow finds which thread holds a finding
+/// of ours); a bot's never does, so two bots cannot talk to each other.
+fn reply(e: &ReviewCommentEvent) -> Option<ReviewRequest> {
+    if e.action != "created" || e.in_reply_to.is_none() || e.author.is_bot() {
+        return None;
+    }
+    if e.author.login.ends_with("[bot]") {
+        return None;
+    }
+    let reason = Reason::Reply {
+        comment: e.comment,
+        user: e.author.login.clone(),
+    };
+    // Answers are about the PR's current head, whatever it is when the job runs.
+    Some(request(
+        e.repo.clone(),
+        e.number,
+        None,
+        e.installation,
+        reason,
+    ))
+}
+
+/// What a delivery asks the flow for: posting, with the repository's own settings.
+fn request(
+    repo: RepoName,
+    pr: PrNumber,
+    head: Option<HeadSha>,
+    installation: Option<InstallationId>,
+    reason: Reason,
+) -> ReviewRequest {
+    ReviewRequest {
+        repo,
+        pr,
+        head,
+        installation,
+        reason,
+        // Set by the flow once an explicit ask is confirmed.
+        force: false,
+        post: true,
+        lenses: Vec::new(),
+        ask: None,
+        fail_on: None,
     }
 }
 
@@ -44,40 +92,30 @@ fn pull_request(e: &PullRequestEvent) -> Option<ReviewRequest> {
         },
         _ => return None,
     };
-    Some(ReviewRequest {
-        repo: e.repo.clone(),
-        pr: e.number,
-        head: Some(e.head.clone()),
-        installation: e.installation,
+    Some(request(
+        e.repo.clone(),
+        e.number,
+        Some(e.head.clone()),
+        e.installation,
         reason,
-        // Set by the flow once an explicit ask is confirmed.
-        force: false,
-        post: true,
-        lenses: Vec::new(),
-        ask: None,
-        fail_on: None,
-    })
+    ))
 }
 
 fn comment(e: &IssueCommentEvent) -> Option<ReviewRequest> {
     if e.action != "created" || !e.on_pr || !is_command(&e.body) {
         return None;
     }
-    Some(ReviewRequest {
-        repo: e.repo.clone(),
-        pr: e.number,
-        // A comment does not name the head; the flow reviews the PR's current one.
-        head: None,
-        installation: e.installation,
-        reason: Reason::Command {
-            user: e.author.login.clone(),
-        },
-        force: false,
-        post: true,
-        lenses: Vec::new(),
-        ask: None,
-        fail_on: None,
-    })
+    let reason = Reason::Command {
+        user: e.author.login.clone(),
+    };
+    // A comment does not name the head; the flow reviews the PR's current one.
+    Some(request(
+        e.repo.clone(),
+        e.number,
+        None,
+        e.installation,
+        reason,
+    ))
 }
 
 /// The comment's first line is the command and nothing else (spacing aside): not a quote of it

@@ -25,7 +25,10 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use octocrab::secrecy::{ExposeSecret as _, SecretString};
 use serde::Serialize;
 
-use crate::github::client::{ClientLimits, GithubClient, GithubError, TokenSource};
+pub use crate::github::client::InstallationToken;
+use crate::github::client::{
+    AppJwt, BoxFuture, ClientLimits, GithubClient, GithubError, InstallationTokens, TokenSource,
+};
 use crate::ids::InstallationId;
 
 /// The variable holding the App ID (or client ID).
@@ -263,24 +266,6 @@ fn pem_label(pem: &str) -> Option<&str> {
     Some(rest[..end].trim())
 }
 
-/// A token minted for an installation, with when GitHub says it expires.
-pub struct InstallationToken {
-    pub token: SecretString,
-    pub expires_at: SystemTime,
-}
-
-impl fmt::Debug for InstallationToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InstallationToken")
-            .field("token", &"[redacted]")
-            .field(
-                "expires_at",
-                &humantime::format_rfc3339_seconds(self.expires_at),
-            )
-            .finish()
-    }
-}
-
 type Slot = Arc<tokio::sync::Mutex<Option<InstallationToken>>>;
 
 /// The App as a whole: one per process, shared behind an `Arc` by every job.
@@ -315,7 +300,7 @@ impl GithubApp {
     ) -> Result<Self, GithubError> {
         let credentials = Arc::new(credentials);
         let client =
-            GithubClient::with_source(api_url, TokenSource::App(Arc::clone(&credentials)), limits)?;
+            GithubClient::with_source(api_url, TokenSource::App(credentials.clone()), limits)?;
         Ok(GithubApp {
             credentials,
             client,
@@ -416,6 +401,33 @@ impl GithubApp {
     fn slot(&self, installation: InstallationId) -> Slot {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         Arc::clone(slots.entry(installation).or_default())
+    }
+}
+
+impl AppJwt for AppCredentials {
+    fn app_jwt(&self) -> Result<SecretString, GithubError> {
+        self.jwt().map_err(|e| GithubError::Setup(e.to_string()))
+    }
+
+    fn app_issuer(&self) -> String {
+        self.issuer().to_string()
+    }
+}
+
+impl InstallationTokens for GithubApp {
+    fn token(
+        &self,
+        installation: InstallationId,
+    ) -> BoxFuture<'_, Result<SecretString, GithubError>> {
+        Box::pin(self.installation_token(installation))
+    }
+
+    fn refused<'a>(
+        &'a self,
+        installation: InstallationId,
+        used: &'a SecretString,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(self.invalidate(installation, used))
     }
 }
 

@@ -16,6 +16,7 @@ use crate::ids::{HeadSha, InstallationId, PrNumber};
 pub enum Event {
     PullRequest(PullRequestEvent),
     IssueComment(IssueCommentEvent),
+    ReviewComment(ReviewCommentEvent),
     Ping,
     /// Every other event (`installation`, `pull_request_review`, …): acknowledged, not acted on.
     Other {
@@ -58,6 +59,20 @@ pub struct IssueCommentEvent {
     pub sender: User,
 }
 
+/// A `pull_request_review_comment` delivery: a comment on a PR's diff, or a reply in a thread.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReviewCommentEvent {
+    pub action: String,
+    pub repo: RepoName,
+    pub number: PrNumber,
+    pub comment: u64,
+    /// The thread's first comment, for a reply.
+    pub in_reply_to: Option<u64>,
+    pub author: User,
+    pub installation: Option<InstallationId>,
+    pub sender: User,
+}
+
 /// Why a payload could not be read. The message names the field; it never quotes the body.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EventError {
@@ -88,6 +103,9 @@ impl Event {
         match event {
             "pull_request" => parse_pull_request(from_json(body)?).map(Event::PullRequest),
             "issue_comment" => parse_issue_comment(from_json(body)?).map(Event::IssueComment),
+            "pull_request_review_comment" => {
+                parse_review_comment(from_json(body)?).map(Event::ReviewComment)
+            }
             "ping" => from_json::<IgnoredAny>(body).map(|_| Event::Ping),
             other => {
                 let raw: ActionOnly = from_json(body)?;
@@ -104,6 +122,7 @@ impl Event {
         match self {
             Event::PullRequest(_) => "pull_request",
             Event::IssueComment(_) => "issue_comment",
+            Event::ReviewComment(_) => "pull_request_review_comment",
             Event::Ping => "ping",
             Event::Other { event, .. } => event,
         }
@@ -114,6 +133,7 @@ impl Event {
         match self {
             Event::PullRequest(e) => Some(&e.action),
             Event::IssueComment(e) => Some(&e.action),
+            Event::ReviewComment(e) => Some(&e.action),
             Event::Ping => None,
             Event::Other { action, .. } => action.as_deref(),
         }
@@ -225,6 +245,21 @@ fn parse_issue_comment(raw: IssueCommentPayload) -> Result<IssueCommentEvent, Ev
     })
 }
 
+fn parse_review_comment(raw: ReviewCommentPayload) -> Result<ReviewCommentEvent, EventError> {
+    let pr = need(raw.pull_request, "pull_request")?;
+    let comment = need(raw.comment, "comment")?;
+    Ok(ReviewCommentEvent {
+        action: need(raw.action, "action")?,
+        repo: repo(raw.repository)?,
+        number: PrNumber(need(pr.number, "pull_request.number")?),
+        comment: need(comment.id, "comment.id")?,
+        in_reply_to: comment.in_reply_to_id,
+        author: user(comment.user, "comment.user.login")?,
+        installation: installation(raw.installation)?,
+        sender: user(raw.sender, "sender.login")?,
+    })
+}
+
 // The wire shapes: every field optional, so a missing one is reported by name above rather than
 // as serde's "missing field" without a path.
 
@@ -288,6 +323,23 @@ struct IssueCommentPayload {
     repository: Option<RawRepo>,
     installation: Option<RawInstallation>,
     sender: Option<RawUser>,
+}
+
+#[derive(Deserialize)]
+struct ReviewCommentPayload {
+    action: Option<String>,
+    pull_request: Option<RawPull>,
+    comment: Option<RawReviewComment>,
+    repository: Option<RawRepo>,
+    installation: Option<RawInstallation>,
+    sender: Option<RawUser>,
+}
+
+#[derive(Deserialize)]
+struct RawReviewComment {
+    id: Option<u64>,
+    in_reply_to_id: Option<u64>,
+    user: Option<RawUser>,
 }
 
 #[derive(Deserialize)]

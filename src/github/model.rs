@@ -1,61 +1,12 @@
 //! What reviewbot reads from and writes to GitHub, as its own types (converted once, at the
 //! boundary; octocrab's models never travel further).
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use crate::diff::Side;
 use crate::ids::{CheckRunId, HeadSha, PrNumber};
 
-/// `owner/name`, compared case-insensitively as GitHub does.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct RepoName {
-    pub owner: String,
-    pub name: String,
-}
-
-impl RepoName {
-    /// Parses `owner/name`; `None` for anything else.
-    pub fn parse(s: &str) -> Option<RepoName> {
-        let (owner, name) = s.trim().split_once('/')?;
-        let ok = |p: &str| {
-            !p.is_empty()
-                && p.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        };
-        (ok(owner) && ok(name) && name != "." && name != "..").then(|| RepoName {
-            owner: owner.to_ascii_lowercase(),
-            name: name.to_ascii_lowercase(),
-        })
-    }
-}
-
-impl fmt::Display for RepoName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.owner, self.name)
-    }
-}
-
-impl fmt::Debug for RepoName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
-impl Serialize for RepoName {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for RepoName {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        RepoName::parse(&s)
-            .ok_or_else(|| serde::de::Error::custom(format!("not an owner/name: {s:?}")))
-    }
-}
+pub use crate::ids::RepoName;
 
 /// A GitHub account.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -179,6 +130,16 @@ pub struct ReviewComment {
     pub commit_id: Option<String>,
 }
 
+/// A PR's review thread, as GraphQL names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewThread {
+    /// The node id `resolveReviewThread` takes.
+    pub id: String,
+    pub resolved: bool,
+    /// The REST id of its first comment (our finding comment, for a thread of ours).
+    pub root: Option<u64>,
+}
+
 /// How two commits relate (the compare endpoint).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Comparison {
@@ -192,8 +153,16 @@ pub struct Comparison {
 pub struct NewReview {
     pub commit_id: String,
     pub body: String,
-    pub event: String,
+    pub event: ReviewEvent,
     pub comments: Vec<NewComment>,
+}
+
+/// What a posted review does besides commenting: reviewbot never approves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ReviewEvent {
+    Comment,
+    RequestChanges,
 }
 
 /// A line comment of a new review; a range when `start_line` is set.

@@ -12,7 +12,7 @@ use super::cli_env::{Cli, CliEnv, process_failure, scratch_dir};
 use super::preflight::{Check, PreflightEnv};
 use super::process::{self, DEFAULT_MAX_OUTPUT, ProcessError, ProcessOutput, ProcessSpec};
 use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec};
-use crate::plan::with_repository;
+use crate::plan::{schema_given, with_repository};
 
 /// One agent CLI.
 pub(crate) trait AgentCli: 'static {
@@ -29,6 +29,9 @@ pub(crate) trait AgentCli: 'static {
 
     /// Constant variables the child gets beside its allow-listed environment (never secrets).
     const QUIET_ENV: &'static [(&'static str, &'static str)] = &[];
+    /// The CLI hands the model the response schema itself (`--output-schema`): the prompt
+    /// does not spell it out again.
+    const TAKES_SCHEMA: bool = false;
 
     /// What is checked before the child starts, the argv after the program name and the
     /// working directory. Files the run needs (a schema) go into `scratch`, a fresh directory
@@ -157,7 +160,12 @@ pub(crate) async fn run<C: AgentCli>(
     let mut child = ProcessSpec::new(bin_of(spec, C::DEFAULT_BIN), &prepared.cwd, spec.timeout);
     child.args = prepared.args;
     child.env = child_env::<C>(env);
-    child.stdin = with_repository(&req.prompt, prepared.reads_snapshot).into_bytes();
+    let prompt = with_repository(&req.prompt, prepared.reads_snapshot);
+    child.stdin = match C::TAKES_SCHEMA {
+        true => schema_given(&prompt),
+        false => prompt,
+    }
+    .into_bytes();
     child.max_output = max_output;
 
     let out = process::run(child).await.map_err(|e| {

@@ -14,7 +14,7 @@ use super::preflight::{Check, PreflightEnv};
 use super::process::timed_out;
 use super::tools::{RepoTools, ToolBudget, ToolDef, ToolLimits, ToolResult, ToolSession};
 use super::{Answer, AuthClass, BackendKind, Failure, FailureKind, LensRequest, LensSpec, Usage};
-use crate::plan::with_repository;
+use crate::plan::{schema_given, with_repository};
 use crate::render::notice::no_tool_support;
 
 /// One vendor's API: where it is, how it is asked, how it answers.
@@ -216,10 +216,15 @@ pub(crate) async fn call_with<V: ApiVendor>(
     let mut usage: Option<Usage> = None;
     // The prompt says whether the lens reads the repository; a server that refuses tools gets
     // the other paragraph.
-    let mut messages = vec![V::prompt_message(&with_repository(
-        &req.prompt,
-        session.is_some(),
-    ))];
+    // With structured output the server holds the schema: the prompt does not repeat it.
+    let first = |structured: bool, reads: bool| {
+        let prompt = with_repository(&req.prompt, reads);
+        V::prompt_message(&match structured {
+            true => schema_given(&prompt),
+            false => prompt,
+        })
+    };
+    let mut messages = vec![first(structured, session.is_some())];
     // The budget answers calls past it with "give your final answer"; a model that keeps
     // asking is then asked once without tools, so the loop always ends.
     let max_turns = max_tool_calls.saturating_add(2);
@@ -241,12 +246,13 @@ pub(crate) async fn call_with<V: ApiVendor>(
             Ok(body) => body,
             Err(err) if structured && V::rejects_structured_output(&err) => {
                 structured = false;
+                messages[0] = first(false, session.is_some());
                 continue;
             }
             Err(err) if session.is_some() && V::rejects_tools(&err) => {
                 session = None;
                 notice = Some(no_tool_support(spec.name.as_str(), V::KIND.as_str()));
-                messages = vec![V::prompt_message(&with_repository(&req.prompt, false))];
+                messages = vec![first(structured, false)];
                 continue;
             }
             Err(err) => return Err(err.failure),

@@ -2,7 +2,7 @@
 //!
 //! A backend says what it is (its kind, who pays for it, which API it may fall back to, how it
 //! runs), makes one call, and checks its own setup for `doctor`. The panel, the config and
-//! `doctor` ask [`super::registry`] and never match on the kind themselves, so a new backend is
+//! `doctor` ask the registry (`registry.rs`) and never match on the kind themselves, so a new backend is
 //! one file, one [`BackendKind`] variant and one line in the registry.
 
 use std::future::Future;

@@ -146,8 +146,9 @@ pub fn review_with(diff: &Diff, keywords: Option<&SecretKeywords>) -> LensRespon
 const KEYWORD_PIECE_BYTES: usize = 64 * 1024;
 
 /// Remembers every secret this lens would detect anywhere in `diff` (any side, across lines:
-/// private-key bodies, an AWS secret key next to its key ID), so that every output masks
-/// those values wherever they appear — quoted diff lines, a lens's echo, logs, errors.
+/// private-key bodies, an AWS secret key next to its key ID), so that every output of the
+/// review under way ([`redact::KnownSecrets`]) masks those values wherever they appear —
+/// quoted diff lines, a lens's echo, logs, errors.
 /// Returns where the keywords are, for [`review_with`].
 pub fn remember_secrets(diff: &Diff) -> SecretKeywords {
     let texts: Vec<(usize, &str)> = diff

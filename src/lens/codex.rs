@@ -170,6 +170,7 @@ impl AgentCli for CodexCli {
     const NAME: &'static str = "codex";
     const DEFAULT_BIN: &'static str = DEFAULT_BIN;
     const INSTALL: &'static str = INSTALL;
+    const TAKES_SCHEMA: bool = true;
 
     /// The workspace is the snapshot, or the scratch directory (holding only the schema) when
     /// there is none or when Codex's sandbox cannot start here: then the lens reviews the diff

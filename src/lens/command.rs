@@ -235,8 +235,9 @@ mod tests {
             pr: Some(PrInfo {
                 title: "Add b".to_owned(),
                 body: "Adds `b`.".to_owned(),
-                number: 7,
-                head: "ec26c3e57ca3a959ca5aad62de7213c562f8c821".to_owned(),
+                number: crate::ids::PrNumber(7),
+                head: crate::ids::HeadSha::parse("ec26c3e57ca3a959ca5aad62de7213c562f8c821")
+                    .expect("sha"),
             }),
             checkout: None,
         }

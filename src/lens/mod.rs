@@ -29,7 +29,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::diff::Diff;
-use crate::ids::LensName;
+use crate::ids::{HeadSha, LensName, PrNumber};
 use crate::lens::contract::LensResponse;
 
 /// Which adapter runs a lens.
@@ -120,8 +120,8 @@ impl LensSpec {
 pub struct PrInfo {
     pub title: String,
     pub body: String,
-    pub number: u64,
-    pub head: String,
+    pub number: PrNumber,
+    pub head: HeadSha,
 }
 
 /// What a lens is asked to review.

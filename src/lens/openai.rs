@@ -563,11 +563,31 @@ mod tests {
             ok(),
         ])
         .await;
-        go(&server).await.expect("ok");
+        // A real plan's prompt: the schema goes once — in `response_format` while it is sent,
+        // else in the prompt.
+        let diff = crate::diff::Diff::parse(
+            "diff --git a/a.rs b/a.rs\n--- a/a.rs\n+++ b/a.rs\n@@ -1 +1,2 @@\n x\n+y\n",
+        )
+        .unwrap();
+        let prompt = crate::plan::build_prompt(&diff, None);
+        let req = crate::lens::cli_env::fake::request(&prompt);
+        run_with_policy(&spec(), MODEL, &req, &env(&server), &fast_policy())
+            .await
+            .expect("ok");
         let got = server.received();
         assert_eq!(got.len(), 2);
+        let schema = response_schema().to_string();
+        let content = |i: usize| {
+            got[i].body["messages"][0]["content"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
         assert!(got[0].body.get("response_format").is_some());
+        assert!(!content(0).contains(&schema), "{}", content(0));
+        assert!(content(0).contains("in the response format you were given"));
         assert!(got[1].body.get("response_format").is_none());
+        assert!(content(1).contains(&schema), "{}", content(1));
     }
 
     #[tokio::test]

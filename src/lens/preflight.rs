@@ -1,7 +1,7 @@
 //! `doctor`'s checks of a lens's setup, without a billed call and without a review: the line a
 //! check prints, what the checks read from the environment, and the parts the backends share
 //! (finding a CLI and asking its version, finding an executable). Each backend's own checks are
-//! in its file ([`super::backend::Backend::preflight`]).
+//! in its file (`Backend::preflight` in `backend.rs`).
 //!
 //! CLI children run as the lenses run them: the allow-listed environment of [`CliEnv`], an empty
 //! scratch directory, their own process group and a short timeout.

@@ -10,6 +10,7 @@ use crate::lens::LensSpec;
 use crate::render::markdown::{self, BodyOptions};
 use crate::render::{clean, failed_lenses, skipped_text, verdict_line};
 use crate::review::finding::Finding;
+use crate::review::markers::RoundMarker;
 use crate::review::{Report, Severity, Verdict};
 
 /// The check run's name on every head.
@@ -62,6 +63,21 @@ pub fn failed_summary(report: &Report) -> String {
     cap(out)
 }
 
+/// A round whose job gave up: every attempt failed.
+pub fn abandoned_title() -> String {
+    "Round not completed".to_owned()
+}
+
+/// Why a round's job gave up, and how to ask again.
+pub fn abandoned_summary(attempts: u32, error: &str) -> String {
+    cap(format!(
+        "No review was posted: reviewbot gave up on this round after {attempts} attempts. The last \
+         one failed: {}\n\nA `/reviewbot review` comment from a maintainer, or the trigger label, \
+         asks for a new round.\n",
+        crate::render::clean(error)
+    ))
+}
+
 /// A gated round: `Not reviewed`, and why.
 pub fn skipped_title() -> String {
     "Not reviewed".to_owned()
@@ -102,7 +118,7 @@ pub fn summary(reports: &[&Report], opts: &BodyOptions<'_>) -> String {
 pub fn without_marker(body: &str) -> String {
     let mut out: String = body
         .lines()
-        .filter(|l| !l.trim_start().starts_with("<!-- reviewbot round="))
+        .filter(|l| !RoundMarker::is_line(l))
         .collect::<Vec<_>>()
         .join("\n");
     let trimmed = out.trim_end().len();
@@ -258,6 +274,8 @@ mod tests {
             skipped_summary(&draft),
             budget_title(),
             budget_summary(1.25, 1.0),
+            abandoned_title(),
+            abandoned_summary(3, "octo/app#7 was not found (404): Not Found."),
         ];
         insta::assert_snapshot!(texts.join("\n=====\n"));
     }

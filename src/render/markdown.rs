@@ -8,7 +8,7 @@ use crate::render::{
 };
 use crate::review::Report;
 use crate::review::finding::Finding;
-use crate::review::rounds::RoundMarker;
+use crate::review::markers::{self, RoundMarker};
 
 /// GitHub's limit on a review body.
 pub const MAX_BODY_CHARS: usize = 65_536;
@@ -236,12 +236,12 @@ fn list(out: &mut String, heading: &str, findings: &[&Finding], room: &mut usize
     let _ = writeln!(out, "{heading}");
     for (i, f) in findings.iter().enumerate() {
         let item = format!(
-            "- **{}.** {} (`{}`; {} confidence) <!-- reviewbot finding={} -->\n",
+            "- **{}.** {} (`{}`; {} confidence) {}\n",
             severity_word(f.severity),
             title(f),
             clean(&place(&f.path, f.start_line, f.line, f.side)),
             f.confidence.as_str(),
-            f.fingerprint
+            markers::finding(&f.fingerprint)
         );
         let len = item.chars().count();
         if len + 40 > *room {
@@ -265,14 +265,14 @@ fn list(out: &mut String, heading: &str, findings: &[&Finding], room: &mut usize
 pub fn comment(f: &Finding) -> String {
     let lenses: Vec<&str> = f.lenses.iter().map(|l| l.as_str()).collect();
     format!(
-        "**{}.** {}. {}\n\n{}({} confidence · {})\n<!-- reviewbot finding={} -->",
+        "**{}.** {}. {}\n\n{}({} confidence · {})\n{}",
         severity_word(f.severity),
         title(f),
         truncate(&clean(f.body.trim()), MAX_COMMENT_BODY_CHARS),
         suggestion_block(f),
         f.confidence.as_str(),
         lenses.join(", "),
-        f.fingerprint
+        markers::finding(&f.fingerprint)
     )
 }
 

@@ -5,6 +5,7 @@
 //! workflow commands).
 
 pub mod check;
+pub mod conversation;
 pub mod json;
 pub mod markdown;
 pub mod notice;

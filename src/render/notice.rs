@@ -5,7 +5,9 @@ use std::fmt;
 
 use crate::context::{ContextReport, LeftOut, Unavailable};
 use crate::github::model::Permission;
+use crate::ids::HeadSha;
 use crate::render::NOTICE_BUILTIN_ONLY;
+use crate::review::Report;
 use crate::review::gate::SkipReason;
 use crate::review::notice::Notice;
 use crate::review::scope::{Rescope, Scope};
@@ -96,6 +98,44 @@ impl fmt::Display for Notice {
             ),
             Notice::CheckRunFailed { error } => {
                 write!(f, "warning: the check run could not be written: {error}")
+            }
+            Notice::Answered {
+                title,
+                outcome,
+                lens,
+            } => write!(
+                f,
+                "notice: answered the reply to \"{title}\" in its thread ({}, by {lens})",
+                crate::render::conversation::outcome_word(*outcome)
+            ),
+            Notice::AnswerFailed { title, error } => write!(
+                f,
+                "warning: the reply to \"{title}\" was not answered ({error}); the next run answers it"
+            ),
+            Notice::NoLensToAnswer { replies } => write!(
+                f,
+                "notice: {replies} {} in finding threads {} unanswered: only a model lens answers \
+                 replies, and none is configured",
+                plural(*replies, "reply", "replies"),
+                plural(*replies, "stays", "stay"),
+            ),
+            Notice::LearningsNotKept => f.write_str(
+                "notice: a maintainer's ruling on a finding was not kept as a learning: there is \
+                 no store (set REVIEWBOT_DATABASE_URL to keep learnings)",
+            ),
+            Notice::LearningFailed { error } => {
+                write!(f, "warning: a learning could not be stored: {error}")
+            }
+            Notice::Addressed { threads } => write!(
+                f,
+                "notice: resolved {threads} {} whose finding was addressed",
+                plural(*threads, "thread", "threads")
+            ),
+            Notice::ResolveFailed { error } => {
+                write!(
+                    f,
+                    "warning: an addressed thread could not be resolved: {error}"
+                )
             }
         }
     }
@@ -271,6 +311,52 @@ impl fmt::Display for Scope {
             }
         }
     }
+}
+
+/// The warning when a subscription lens falls back to a paid API: `first` of the run leads with
+/// "billing", so the first paid dispatch is the one the user hears about.
+pub fn billing_warning(
+    first: bool,
+    lens: &str,
+    from: &str,
+    api: &str,
+    model: &str,
+    why: &str,
+    key: &str,
+) -> String {
+    let lead = if first { "warning: billing" } else { "warning" };
+    format!(
+        "{lead}: lens {lens} falls back from {from} to the {api} API with model {model} ({why}); these calls are billed to {key}. Pass --no-api-fallback to prevent this."
+    )
+}
+
+/// A job's outcome in a few words, as the App's store keeps it: each review's fate, and the
+/// replies answered in threads.
+pub fn job_outcome(reports: &[Report], head: &HeadSha, answers: usize) -> String {
+    let mut parts = Vec::new();
+    for r in reports {
+        parts.push(match (&r.skipped, r.round, r.posted) {
+            (Some(why), _, _) => format!("skipped: {}", why.as_str()),
+            (None, Some(n), true) => format!("round {n} posted"),
+            (None, Some(n), false) => format!("round {n} not posted"),
+            (None, None, _) => "no round".to_owned(),
+        });
+    }
+    if answers > 0 {
+        parts.push(format!(
+            "{answers} {} answered",
+            plural(answers, "reply", "replies")
+        ));
+    }
+    if parts.is_empty() {
+        parts.push("no round".to_owned());
+    }
+    format!("{} (head {})", parts.join("; "), head.short())
+}
+
+/// `one` for 1, else `many`.
+fn plural(n: usize, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 { one } else { many }
 }
 
 #[cfg(test)]

@@ -65,7 +65,7 @@ impl Serialize for SkipReason {
 }
 
 /// Why a PR gets no round, from the PR and the settings that apply to it.
-pub fn gate(pr: &PullRequest, review: &ReviewConfig) -> Option<SkipReason> {
+pub fn skip_reason(pr: &PullRequest, review: &ReviewConfig) -> Option<SkipReason> {
     if pr.state != "open" {
         Some(SkipReason::Closed)
     } else if pr.draft {
@@ -164,30 +164,33 @@ mod tests {
     #[test]
     fn the_gate_names_the_first_reason_in_order() {
         let review = ReviewConfig::default();
-        assert_eq!(gate(&pr(), &review), None);
+        assert_eq!(skip_reason(&pr(), &review), None);
         let closed = PullRequest {
             state: "closed".into(),
             draft: true,
             ..pr()
         };
-        assert_eq!(gate(&closed, &review), Some(SkipReason::Closed));
+        assert_eq!(skip_reason(&closed, &review), Some(SkipReason::Closed));
         let draft = PullRequest {
             draft: true,
             labels: vec![review.opt_out_label.clone()],
             ..pr()
         };
-        assert_eq!(gate(&draft, &review), Some(SkipReason::Draft));
+        assert_eq!(skip_reason(&draft, &review), Some(SkipReason::Draft));
         let opted = PullRequest {
             labels: vec!["bug".into(), review.opt_out_label.clone()],
             ..pr()
         };
-        assert_eq!(gate(&opted, &review).map(|r| r.as_str()), Some("opt_out"));
+        assert_eq!(
+            skip_reason(&opted, &review).map(|r| r.as_str()),
+            Some("opt_out")
+        );
         let big = PullRequest {
             changed_files: review.max_files as u64 + 1,
             ..pr()
         };
         assert_eq!(
-            gate(&big, &review),
+            skip_reason(&big, &review),
             Some(SkipReason::TooManyFiles {
                 max_files: review.max_files
             })
@@ -204,17 +207,20 @@ mod tests {
             ..pr()
         };
         let review = ReviewConfig::default();
-        assert_eq!(gate(&bot, &review).map(|r| r.as_str()), Some("bot_author"));
+        assert_eq!(
+            skip_reason(&bot, &review).map(|r| r.as_str()),
+            Some("bot_author")
+        );
         let drafted = PullRequest {
             draft: true,
             ..bot.clone()
         };
-        assert_eq!(gate(&drafted, &review), Some(SkipReason::Draft));
+        assert_eq!(skip_reason(&drafted, &review), Some(SkipReason::Draft));
         let bots_too = ReviewConfig {
             review_bots: true,
             ..review
         };
-        assert_eq!(gate(&bot, &bots_too), None);
+        assert_eq!(skip_reason(&bot, &bots_too), None);
     }
 
     #[test]

@@ -6,37 +6,22 @@
 pub mod anchor;
 pub mod finding;
 pub mod gate;
+pub mod markers;
 pub mod merge;
 pub mod notice;
 pub mod panel;
 pub mod pipeline;
 pub mod rounds;
 pub mod scope;
+pub mod threads;
+pub mod verdict;
 
 use serde::Serialize;
 
 /// The lens contract's grades, which every review stage speaks.
 pub use crate::lens::contract::{Confidence, Severity};
 
-/// How many findings of each severity a round holds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Verdict {
-    pub blocking: usize,
-    pub advisory: usize,
-}
-
-impl Verdict {
-    pub fn of(findings: &[finding::Finding]) -> Verdict {
-        let blocking = findings
-            .iter()
-            .filter(|f| f.severity == Severity::Blocking)
-            .count();
-        Verdict {
-            blocking,
-            advisory: findings.len() - blocking,
-        }
-    }
-}
+pub use verdict::Verdict;
 
 /// Why a file was left out of the review.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -56,6 +56,25 @@ pub enum Notice {
     CheckRunForbidden { error: String },
     /// Creating or updating the round's check run failed otherwise (`error`).
     CheckRunFailed { error: String },
+    /// A reply in a finding's thread was answered by `lens`.
+    Answered {
+        title: String,
+        outcome: crate::review::markers::Outcome,
+        lens: LensName,
+    },
+    /// A reply waits: its answer could not be made or posted (`error`); the next run tries
+    /// again.
+    AnswerFailed { title: String, error: String },
+    /// Replies wait because no model lens is configured to answer them.
+    NoLensToAnswer { replies: usize },
+    /// A maintainer's ruling was not kept: there is no store.
+    LearningsNotKept,
+    /// Keeping a learning in the store failed (`error`).
+    LearningFailed { error: String },
+    /// Threads of findings whose lines changed and that no lens raised again were resolved.
+    Addressed { threads: usize },
+    /// Resolving an addressed thread failed (`error`).
+    ResolveFailed { error: String },
 }
 
 impl Notice {

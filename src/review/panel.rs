@@ -415,13 +415,14 @@ impl Shared {
         let key = registry::backend(api).billed_to().unwrap_or("an API key");
         // Once per run: the first paid dispatch is the one the user must hear about.
         let first = !self.billing_warned.swap(true, Ordering::SeqCst);
-        let lead = if first { "warning: billing" } else { "warning" };
-        (self.panel.notices)(&format!(
-            "{lead}: lens {} falls back from {} to the {} API with model {model} ({}); these calls are billed to {key}. Pass --no-api-fallback to prevent this.",
-            spec.name,
+        (self.panel.notices)(&crate::render::notice::billing_warning(
+            first,
+            spec.name.as_str(),
             spec.backend.as_str(),
             api.as_str(),
-            why.message
+            model,
+            &why.message,
+            key,
         ));
     }
 

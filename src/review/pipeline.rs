@@ -95,7 +95,7 @@ pub async fn review_with(
             });
         }
     }
-    let (diff, mut not_reviewed) = gate(diff, config, &context.attributes);
+    let (diff, mut not_reviewed) = leave_out(diff, config, &context.attributes);
     // Before any prompt is built or anything printed: what the builtin lens would call a
     // secret is masked on every channel, whichever lenses run.
     crate::timing::mark("gated");
@@ -113,6 +113,7 @@ pub async fn review_with(
             token_budget: config.token_budget,
             path_rules: &config.path,
             repo_rules: &context.rules,
+            notes: &context.notes,
         };
         let planned = plan::plan(&diff, pr.as_ref(), &opts);
         not_reviewed.extend(planned.over_budget.into_iter().map(|path| NotReviewed {
@@ -255,7 +256,7 @@ fn record_merge(
 
 /// Drops what no lens should see — `ignore_paths`, generated and vendored files, binary files —
 /// and lists each of them.
-fn gate(
+fn leave_out(
     mut diff: Diff,
     config: &ReviewConfig,
     attributes: &Attributes,

@@ -11,112 +11,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::diff::{Diff, Side};
-use crate::github::model::{Review, ReviewComment, User};
+use crate::github::model::{Review, ReviewComment};
 use crate::ids::{DeliveryId, HeadSha};
+use crate::lens::contract::Severity;
 use crate::review::finding::{Finding, fingerprint};
-use crate::review::{Severity, Verdict};
-
-/// Whose reviews count as reviewbot's own (`docs/contract.md` "Whose markers count").
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Identity {
-    /// A known login: `[github] bot_login`, or the token's user from `GET /user`.
-    Login(String),
-    /// The token cannot say who it is (an Actions or installation token): any bot account.
-    AnyBot,
-}
-
-impl Identity {
-    pub fn owns(&self, user: Option<&User>) -> bool {
-        match (self, user) {
-            (Identity::Login(login), Some(u)) => u.login.eq_ignore_ascii_case(login),
-            (Identity::AnyBot, Some(u)) => u.is_bot(),
-            (_, None) => false,
-        }
-    }
-}
-
-/// A round marker: `<!-- reviewbot round=N head=<sha> verdict=B,A findings=… [lens=NAME] -->`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RoundMarker {
-    pub round: u32,
-    pub head: HeadSha,
-    pub verdict: Verdict,
-    pub findings: Vec<String>,
-    pub lens: Option<String>,
-    /// The delivery that asked for the round (App jobs).
-    pub ask: Option<DeliveryId>,
-}
-
-const MARKER_OPEN: &str = "<!-- reviewbot ";
-
-impl RoundMarker {
-    /// The marker as posted.
-    pub fn render(&self) -> String {
-        let mut s = format!(
-            "{MARKER_OPEN}round={} head={} verdict={},{} findings={}",
-            self.round,
-            self.head,
-            self.verdict.blocking,
-            self.verdict.advisory,
-            self.findings.join(",")
-        );
-        if let Some(lens) = &self.lens {
-            s.push_str(&format!(" lens={lens}"));
-        }
-        if let Some(ask) = &self.ask {
-            s.push_str(&format!(" ask={ask}"));
-        }
-        s.push_str(" -->");
-        s
-    }
-
-    /// The last well-formed round marker in `body`, if any.
-    pub fn find(body: &str) -> Option<RoundMarker> {
-        body.match_indices(MARKER_OPEN)
-            .filter_map(|(i, _)| {
-                let rest = &body[i + MARKER_OPEN.len()..];
-                let end = rest.find("-->")?;
-                RoundMarker::parse_fields(&rest[..end])
-            })
-            .last()
-    }
-
-    fn parse_fields(inner: &str) -> Option<RoundMarker> {
-        let fields: BTreeMap<&str, &str> = inner
-            .split_whitespace()
-            .filter_map(|kv| kv.split_once('='))
-            .collect();
-        let (b, a) = fields.get("verdict")?.split_once(',')?;
-        let findings = fields.get("findings").copied().unwrap_or_default();
-        Some(RoundMarker {
-            round: fields.get("round")?.parse().ok().filter(|&n| n > 0)?,
-            head: HeadSha::parse(fields.get("head")?)?,
-            verdict: Verdict {
-                blocking: b.parse().ok()?,
-                advisory: a.parse().ok()?,
-            },
-            findings: findings
-                .split(',')
-                .filter(|f| is_fingerprint(f))
-                .map(str::to_owned)
-                .collect(),
-            lens: fields.get("lens").map(|l| (*l).to_owned()),
-            ask: fields.get("ask").and_then(|a| DeliveryId::parse(a)),
-        })
-    }
-}
-
-/// The fingerprint in a line comment's `<!-- reviewbot finding=… -->` marker.
-pub fn comment_fingerprint(body: &str) -> Option<&str> {
-    let start = body.rfind("<!-- reviewbot finding=")? + "<!-- reviewbot finding=".len();
-    let rest = &body[start..];
-    let fp = rest[..rest.find(' ')?].trim();
-    is_fingerprint(fp).then_some(fp)
-}
-
-fn is_fingerprint(s: &str) -> bool {
-    (8..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
-}
+use crate::review::markers::{Identity, Outcome, RoundMarker, comment_fingerprint};
+use crate::review::threads::{State as ThreadState, Thread};
+use crate::review::verdict::Verdict;
 
 /// A finding an earlier round reported, as far as it can be read back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,8 +26,37 @@ pub struct PastFinding {
     pub severity: Severity,
     /// Where it sat, when known (from its line comment or the body's list).
     pub place: Option<Place>,
-    /// A human replied in its thread.
+    /// A human replied in its thread and no answer of ours followed (yet).
     pub disputed: bool,
+    /// Our answer in its thread withdrew it.
+    pub withdrawn: bool,
+    /// Its thread: our line comment's id, when it was posted as one.
+    pub thread: Option<u64>,
+    /// Its title as posted, when its comment or list item can be read back.
+    pub title: Option<String>,
+    /// A human replied in its thread (then only humans resolve it).
+    pub human_replied: bool,
+}
+
+impl PastFinding {
+    fn listed(fingerprint: String, severity: Severity, place: Option<Place>) -> PastFinding {
+        PastFinding {
+            fingerprint,
+            severity,
+            place,
+            disputed: false,
+            withdrawn: false,
+            thread: None,
+            title: None,
+            human_replied: false,
+        }
+    }
+
+    /// Whether it counts in a verdict if it still holds: not waiting on a dispute, not
+    /// withdrawn.
+    pub fn standing(&self) -> bool {
+        !self.disputed && !self.withdrawn
+    }
 }
 
 /// A finding's place: path, side and line range.
@@ -145,6 +75,8 @@ pub struct History {
     pub rounds: Vec<(u64, RoundMarker)>,
     /// Every finding the latest round(s) reported, by fingerprint.
     pub findings: BTreeMap<String, PastFinding>,
+    /// The threads under our finding comments.
+    pub threads: Vec<Thread>,
 }
 
 impl History {
@@ -170,81 +102,77 @@ impl History {
             .collect();
 
         // Findings: every fingerprint our markers listed, with severity and place from our own
-        // line comments or body lists; disputed when a human replied to our comment.
-        let mut by_comment: BTreeMap<u64, String> = BTreeMap::new();
-        for c in comments {
-            let ours_comment = c.review_id.is_some_and(|id| ours.contains(&id))
-                && who.owns(c.user.as_ref())
-                && c.in_reply_to_id.is_none();
-            if !ours_comment {
-                continue;
-            }
-            let Some(fp) = comment_fingerprint(&c.body) else {
-                continue;
-            };
-            by_comment.insert(c.id, fp.to_owned());
-            let severity = severity_of(&c.body).unwrap_or(Severity::Advisory);
-            let place = c.line.map(|line| Place {
-                path: c.path.clone(),
-                side: c.side.unwrap_or_default(),
+        // line comments or body lists; where their threads stand (`review::threads`).
+        for thread in Thread::collect(comments, who, |id| ours.contains(&id)) {
+            let severity = severity_of(&thread.text).unwrap_or(Severity::Advisory);
+            let place = thread.line.map(|line| Place {
+                path: thread.path.clone(),
+                side: thread.side,
                 start: line,
                 end: line,
             });
+            let state = thread.state();
             history.findings.insert(
-                fp.to_owned(),
+                thread.fingerprint.clone(),
                 PastFinding {
-                    fingerprint: fp.to_owned(),
-                    severity,
-                    place,
-                    disputed: false,
+                    disputed: matches!(state, ThreadState::Disputed { .. }),
+                    withdrawn: state == ThreadState::Answered(Outcome::Withdrawn),
+                    thread: Some(thread.root),
+                    title: Some(thread.title()),
+                    human_replied: thread.human_replied(),
+                    ..PastFinding::listed(thread.fingerprint.clone(), severity, place)
                 },
             );
-        }
-        for c in comments {
-            let Some(parent) = c.in_reply_to_id else {
-                continue;
-            };
-            let human = c.user.as_ref().is_some_and(|u| !u.is_bot()) && !who.owns(c.user.as_ref());
-            if human
-                && let Some(fp) = by_comment.get(&parent)
-                && let Some(f) = history.findings.get_mut(fp)
-            {
-                f.disputed = true;
-            }
+            history.threads.push(thread);
         }
         // Findings listed only in a body (off the diff, or over the comment cap).
         for r in reviews.iter().filter(|r| ours.contains(&r.id)) {
             for (fp, severity, place) in body_listed(&r.body) {
-                history.findings.entry(fp.clone()).or_insert(PastFinding {
-                    fingerprint: fp,
-                    severity,
-                    place,
-                    disputed: false,
-                });
+                history
+                    .findings
+                    .entry(fp.clone())
+                    .or_insert(PastFinding::listed(fp, severity, place));
             }
         }
         // Only what the latest round still reported is open; older fingerprints were settled.
         if let Some((_, latest)) = history.rounds.iter().max_by_key(|(_, m)| m.round) {
             let listed: BTreeSet<&String> = latest.findings.iter().collect();
-            let disputed: BTreeSet<String> = history
+            // A settled thread (disputed, answered) stays known, so it is not raised again.
+            let settled: BTreeSet<String> = history
                 .findings
                 .values()
-                .filter(|f| f.disputed)
+                .filter(|f| f.disputed || f.withdrawn)
                 .map(|f| f.fingerprint.clone())
                 .collect();
             history
                 .findings
-                .retain(|fp, _| listed.contains(fp) || disputed.contains(fp));
+                .retain(|fp, _| listed.contains(fp) || settled.contains(fp));
             for fp in &latest.findings {
-                history.findings.entry(fp.clone()).or_insert(PastFinding {
-                    fingerprint: fp.clone(),
-                    severity: Severity::Advisory,
-                    place: None,
-                    disputed: false,
-                });
+                history
+                    .findings
+                    .entry(fp.clone())
+                    .or_insert(PastFinding::listed(fp.clone(), Severity::Advisory, None));
             }
         }
         history
+    }
+
+    /// What the latest round's findings come to now that their threads have spoken: those
+    /// withdrawn or disputed no longer count.
+    pub fn standing_verdict(&self) -> Verdict {
+        let mut v = Verdict::default();
+        for f in self.findings.values().filter(|f| f.standing()) {
+            match f.severity {
+                Severity::Blocking => v.blocking += 1,
+                Severity::Advisory => v.advisory += 1,
+            }
+        }
+        v
+    }
+
+    /// Whether an answer in a thread withdrew one of the findings.
+    pub fn any_withdrawn(&self) -> bool {
+        self.findings.values().any(|f| f.withdrawn)
     }
 
     /// The highest round so far (0 before the first).
@@ -340,15 +268,35 @@ pub struct Settled {
     pub carried: Vec<Carried>,
     /// Findings found again that were not posted: already posted, or disputed.
     pub suppressed: Vec<(Finding, &'static str)>,
+    /// Threads of earlier findings that were addressed: their lines changed and no lens raised
+    /// them again.
+    pub addressed: Vec<Addressed>,
 }
 
-/// Decides a round: drops what was already posted on unchanged code or disputed, and carries
-/// over earlier findings whose lines are still in the PR's diff unchanged.
-pub fn settle(found: Vec<Finding>, history: &History, diff: &Diff) -> Settled {
+/// An earlier finding's thread to resolve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Addressed {
+    /// The thread's root comment.
+    pub thread: u64,
+    pub fingerprint: String,
+    /// Our "Addressed in …" note is in the thread already (a run stopped before resolving it).
+    pub noted: bool,
+}
+
+/// Decides a round: drops what was already posted on unchanged code, disputed or withdrawn;
+/// carries over earlier findings whose lines are still in the PR's diff unchanged, and those
+/// a lens raised again after their lines changed (same file, same title: their thread stays
+/// open, nothing is posted twice). When every lens answered (`all_answered`), an earlier
+/// finding whose lines changed and that no lens raised again is addressed — unless a human
+/// replied in its thread.
+pub fn settle(found: Vec<Finding>, history: &History, diff: &Diff, all_answered: bool) -> Settled {
     let mut settled = Settled::default();
     let mut seen = BTreeSet::new();
     for f in found {
         match history.findings.get(&f.fingerprint) {
+            Some(past) if past.withdrawn => settled
+                .suppressed
+                .push((f, "withdrawn in its thread; its lines have not changed")),
             Some(past) if past.disputed => settled
                 .suppressed
                 .push((f, "disputed by a human; its lines have not changed")),
@@ -362,11 +310,24 @@ pub fn settle(found: Vec<Finding>, history: &History, diff: &Diff) -> Settled {
                     .suppressed
                     .push((f, "already posted; its lines have not changed"));
             }
-            None => settled.post.push(f),
+            None => match raised_again(&f, history, diff, &seen) {
+                Some(past) => {
+                    seen.insert(past.fingerprint.clone());
+                    settled.carried.push(Carried {
+                        fingerprint: past.fingerprint.clone(),
+                        severity: f.severity,
+                    });
+                    settled.suppressed.push((
+                        f,
+                        "still holds after its lines changed; its thread stays open",
+                    ));
+                }
+                None => settled.post.push(f),
+            },
         }
     }
     for past in history.findings.values() {
-        if past.disputed || seen.contains(&past.fingerprint) {
+        if !past.standing() || seen.contains(&past.fingerprint) {
             continue;
         }
         if still_there(past, diff) {
@@ -374,9 +335,57 @@ pub fn settle(found: Vec<Finding>, history: &History, diff: &Diff) -> Settled {
                 fingerprint: past.fingerprint.clone(),
                 severity: past.severity,
             });
+        } else if let Some(thread) = past.thread.filter(|_| all_answered && !past.human_replied) {
+            let noted = history.threads.iter().any(|t| {
+                t.root == thread
+                    && t.messages.iter().any(|m| {
+                        m.answer
+                            .as_ref()
+                            .is_some_and(|a| a.outcome == Outcome::Addressed)
+                    })
+            });
+            settled.addressed.push(Addressed {
+                thread,
+                fingerprint: past.fingerprint.clone(),
+                noted,
+            });
         }
     }
     settled
+}
+
+/// The earlier, still standing finding that `f` repeats after its lines changed: same file,
+/// same title.
+fn raised_again<'h>(
+    f: &Finding,
+    history: &'h History,
+    diff: &Diff,
+    seen: &BTreeSet<String>,
+) -> Option<&'h PastFinding> {
+    let title = normalized(&f.title);
+    history.findings.values().find(|past| {
+        past.standing()
+            && !seen.contains(&past.fingerprint)
+            // Its thread names the file even once GitHub marks the comment outdated.
+            && history
+                .threads
+                .iter()
+                .any(|t| Some(t.root) == past.thread && t.path == f.path)
+            && past.title.as_deref().map(normalized).is_some_and(|t| {
+                !t.is_empty() && (t == title || title.starts_with(&format!("{t}. ")))
+            })
+            && !still_there(past, diff)
+    })
+}
+
+/// A title compared loosely: case, spacing and a final period aside.
+fn normalized(title: &str) -> String {
+    title
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim_end_matches('.')
+        .to_lowercase()
 }
 
 /// Whether an earlier finding's lines are still in the diff, unchanged — possibly moved by edits
@@ -421,6 +430,7 @@ pub fn verdict(post: &[Finding], carried: &[Carried]) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::github::model::User;
     use crate::ids::LensName;
     use crate::lens::contract::RawFinding;
     use crate::review::Confidence;
@@ -598,7 +608,7 @@ mod tests {
 
         // Found again, reworded: same lines, same fingerprint — not posted, carried over.
         let again = found(&diff, 2, "Calling unwrap here can crash");
-        let s = settle(vec![again], &h, &diff);
+        let s = settle(vec![again], &h, &diff, true);
         assert!(s.post.is_empty());
         assert_eq!(
             s.carried,
@@ -616,14 +626,83 @@ mod tests {
         );
 
         // Not found again (an interdiff round did not look there): still there, carried over.
-        let s = settle(vec![], &h, &diff);
+        let s = settle(vec![], &h, &diff, true);
         assert_eq!(s.carried.len(), 1);
 
         // The line changed: the old finding no longer holds; a new one on it is posted.
         let changed = Diff::parse(DIFF.replace("y.unwrap()", "y.expect(\"y\")")).unwrap();
-        let s = settle(vec![found(&changed, 2, "expect may panic")], &h, &changed);
+        let s = settle(
+            vec![found(&changed, 2, "expect may panic")],
+            &h,
+            &changed,
+            true,
+        );
         assert_eq!(s.post.len(), 1);
         assert!(s.carried.is_empty());
+        // … and the old one's thread is addressed, unless a lens failed this round.
+        assert_eq!(
+            s.addressed,
+            vec![Addressed {
+                thread: 100,
+                fingerprint: fp.clone(),
+                noted: false,
+            }]
+        );
+        assert!(settle(vec![], &h, &changed, false).addressed.is_empty());
+
+        // Raised again under the same title after its lines changed: it still holds, its
+        // thread stays open, and nothing is posted twice.
+        let s = settle(
+            vec![found(&changed, 2, "Unwrap may panic.")],
+            &h,
+            &changed,
+            true,
+        );
+        assert!(s.post.is_empty() && s.addressed.is_empty());
+        assert_eq!(s.carried[0].fingerprint, fp);
+
+        // A thread a human replied in is left to the humans.
+        let mut comments = comments.clone();
+        comments.push(comment(101, 10, human("alice"), "hm", Some(100)));
+        comments.push(comment(
+            102,
+            10,
+            bot(),
+            &format!(
+                "Still holds. yes\n<!-- reviewbot reply-to=101 outcome=holds finding={fp} -->"
+            ),
+            Some(100),
+        ));
+        let h = History::read(&reviews, &comments, &Identity::AnyBot, None);
+        assert!(h.findings[&fp].standing() && h.findings[&fp].human_replied);
+        assert!(settle(vec![], &h, &changed, true).addressed.is_empty());
+    }
+
+    #[test]
+    fn a_withdrawn_finding_is_not_raised_again_nor_counted() {
+        let diff = Diff::parse(DIFF).unwrap();
+        let f = found(&diff, 2, "unwrap may panic");
+        let fp = f.fingerprint.clone();
+        let body = format!("**Blocking.** unwrap may panic. b\n<!-- reviewbot finding={fp} -->");
+        let reviews = vec![review(10, bot(), &marker(1, SHA1, &[&fp]))];
+        let comments = vec![
+            comment(100, 10, bot(), &body, None),
+            comment(101, 10, human("alice"), "intended", Some(100)),
+            comment(
+                102,
+                10,
+                bot(),
+                &format!(
+                    "Withdrawn. ok\n<!-- reviewbot reply-to=101 outcome=withdrawn finding={fp} -->"
+                ),
+                Some(100),
+            ),
+        ];
+        let h = History::read(&reviews, &comments, &Identity::AnyBot, None);
+        assert!(h.findings[&fp].withdrawn && !h.findings[&fp].disputed);
+        let s = settle(vec![f], &h, &diff, true);
+        assert!(s.post.is_empty() && s.carried.is_empty());
+        assert_eq!(verdict(&s.post, &s.carried), Verdict::default());
     }
 
     #[test]
@@ -638,7 +717,7 @@ mod tests {
             None,
         );
         let moved = Diff::parse("diff --git a/src/a.rs b/src/a.rs\n--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1,2 +1,5 @@\n fn a() {}\n+// one\n+// two\n+let x = y.unwrap();\n fn c() {}\n").unwrap();
-        let s = settle(vec![], &h, &moved);
+        let s = settle(vec![], &h, &moved, true);
         assert_eq!(
             s.carried,
             vec![Carried {
@@ -667,7 +746,7 @@ mod tests {
         ];
         let h = History::read(&reviews, &comments, &Identity::AnyBot, None);
         assert!(h.findings[&fp].disputed);
-        let s = settle(vec![f], &h, &diff);
+        let s = settle(vec![f], &h, &diff, true);
         assert!(s.post.is_empty() && s.carried.is_empty());
         assert_eq!(s.suppressed.len(), 1);
         // A bot replying is no dispute.
@@ -705,7 +784,7 @@ mod tests {
         let comments = vec![comment(100, 10, human("mallory"), &forged, None)];
         let h = History::read(&reviews, &comments, &Identity::AnyBot, None);
         assert!(h.findings.is_empty());
-        assert_eq!(settle(vec![f], &h, &diff).post.len(), 1);
+        assert_eq!(settle(vec![f], &h, &diff, true).post.len(), 1);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::diff::{Diff, LineKind, ParseError, PatchFile};
+use crate::diff::{Diff, FileStatus, LineKind, ParseError, PatchFile};
 use crate::github::model::{Comparison, PrFile};
 use crate::ids::HeadSha;
 
@@ -108,7 +108,98 @@ pub fn interdiff<E>(
         };
         (h.new_start..h.new_start.saturating_add(h.new_count)).any(|n| lines.contains(&n))
     });
-    (scoped, scope(None))
+    // Only the lines that changed since, with their context: a 3-line fix in a file the PR
+    // added is not the file's whole hunk again (a lens reads more in the snapshot).
+    let trimmed = trimmed(&scoped, &added).unwrap_or(scoped);
+    (trimmed, scope(None))
+}
+
+/// Lines of context kept around each line added since the last round.
+const CONTEXT: usize = 3;
+
+/// `diff` with each hunk cut down to the lines `added` names and [`CONTEXT`] lines either side
+/// of them (in the PR's own numbering, so findings still anchor on its diff); `None` when the
+/// cut diff cannot be read back.
+fn trimmed(diff: &Diff, added: &BTreeMap<&str, BTreeSet<u32>>) -> Option<Diff> {
+    let mut patches: Vec<(String, Option<String>, &'static str, String)> = Vec::new();
+    for file in diff.files() {
+        let new_lines = added.get(file.path());
+        let mut patch = String::new();
+        for hunk in &file.hunks {
+            let lines: Vec<_> = diff.hunk_lines(hunk).collect();
+            let changed: Vec<usize> = lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| {
+                    l.kind == LineKind::Added
+                        && l.new
+                            .is_some_and(|n| new_lines.is_some_and(|set| set.contains(&n)))
+                })
+                .map(|(i, _)| i)
+                .collect();
+            let keep = |i: usize| changed.iter().any(|&c| i.abs_diff(c) <= CONTEXT);
+            // Where a segment starts when its first line has no number on a side: after the
+            // last numbered line before it (git's convention for an empty range).
+            let (mut old_before, mut new_before) = (
+                hunk.old_start.saturating_sub(1),
+                hunk.new_start.saturating_sub(1),
+            );
+            let mut i = 0;
+            while i < lines.len() {
+                if !keep(i) {
+                    old_before = lines[i].old.unwrap_or(old_before);
+                    new_before = lines[i].new.unwrap_or(new_before);
+                    i += 1;
+                    continue;
+                }
+                let start = i;
+                while i < lines.len() && keep(i) {
+                    i += 1;
+                }
+                let seg = &lines[start..i];
+                let old_count = seg.iter().filter(|l| l.old.is_some()).count();
+                let new_count = seg.iter().filter(|l| l.new.is_some()).count();
+                let old_start = seg.iter().find_map(|l| l.old).unwrap_or(old_before);
+                let new_start = seg.iter().find_map(|l| l.new).unwrap_or(new_before);
+                patch.push_str(&format!(
+                    "@@ -{old_start},{old_count} +{new_start},{new_count} @@\n"
+                ));
+                for l in seg {
+                    patch.push(match l.kind {
+                        LineKind::Added => '+',
+                        LineKind::Removed => '-',
+                        LineKind::Context => ' ',
+                    });
+                    patch.push_str(l.text);
+                    patch.push('\n');
+                }
+                if let Some(last) = seg.last() {
+                    old_before = last.old.unwrap_or(old_before);
+                    new_before = last.new.unwrap_or(new_before);
+                }
+            }
+        }
+        let status = match file.status {
+            FileStatus::Added => "added",
+            FileStatus::Deleted => "removed",
+            FileStatus::Modified => "modified",
+            FileStatus::Renamed { .. } => "renamed",
+            FileStatus::Copied { .. } => "copied",
+        };
+        let previous = file.old_path.clone().filter(|old| old != file.path());
+        patches.push((file.path().to_owned(), previous, status, patch));
+    }
+    Diff::from_patches(
+        patches
+            .iter()
+            .map(|(name, previous, status, patch)| PatchFile {
+                filename: name,
+                previous_filename: previous.as_deref(),
+                status,
+                patch: Some(patch.as_str()),
+            }),
+    )
+    .ok()
 }
 
 #[cfg(test)]
@@ -152,6 +243,68 @@ mod tests {
         assert_eq!(paths, ["a.rs"]);
         assert_eq!(scope.everything, None);
         assert_eq!(scope.since_round, 1);
+    }
+
+    #[test]
+    fn a_small_push_to_a_long_hunk_sends_its_lines_with_their_context_only() {
+        // The PR added a 40-line file; the last push changed its line 20.
+        let body: String = (1..=40).map(|n| format!("+line {n}\n")).collect();
+        let pr = diff_of(&[PrFile {
+            status: "added".into(),
+            ..file("new.py", &format!("@@ -0,0 +1,40 @@\n{body}"))
+        }])
+        .expect("diff")
+        .0;
+        let cmp = Comparison {
+            status: "ahead".into(),
+            files: vec![file(
+                "new.py",
+                "@@ -17,7 +17,7 @@\n line 17\n line 18\n line 19\n-old 20\n+line 20\n line 21\n line 22\n line 23\n",
+            )],
+        };
+        let (scoped, _) = interdiff(&pr, Ok::<_, ()>(&cmp), &last(), 1);
+        let lines: Vec<(Option<u32>, &str)> = scoped
+            .file_lines(&scoped.files()[0])
+            .map(|l| (l.new, l.text))
+            .collect();
+        assert_eq!(lines.len(), 7, "{lines:?}");
+        assert_eq!(lines.first(), Some(&(Some(17), "line 17")));
+        assert_eq!(lines.last(), Some(&(Some(23), "line 23")));
+        assert!(
+            scoped.files()[0]
+                .hunks
+                .iter()
+                .all(|h| h.new_start == 17 && h.new_count == 7)
+        );
+
+        // Two changes far apart are two hunks; a change next to a removal keeps the removal.
+        let pr = diff_of(&[file(
+            "m.rs",
+            "@@ -1,12 +1,12 @@\n a\n-b\n+B\n c\n d\n e\n f\n g\n h\n i\n j\n-k\n+K\n l\n",
+        )])
+        .expect("diff")
+        .0;
+        let cmp = Comparison {
+            status: "ahead".into(),
+            files: vec![file(
+                "m.rs",
+                "@@ -1,3 +1,3 @@\n a\n-x\n+B\n c\n@@ -10,3 +10,3 @@\n j\n-y\n+K\n l\n",
+            )],
+        };
+        let (scoped, _) = interdiff(&pr, Ok::<_, ()>(&cmp), &last(), 1);
+        let f = &scoped.files()[0];
+        let spans: Vec<(u32, u32, u32, u32)> = f
+            .hunks
+            .iter()
+            .map(|h| (h.old_start, h.old_count, h.new_start, h.new_count))
+            .collect();
+        assert_eq!(spans, [(1, 5, 1, 5), (9, 4, 9, 4)]);
+        let removed: Vec<&str> = scoped
+            .file_lines(f)
+            .filter(|l| l.kind == LineKind::Removed)
+            .map(|l| l.text)
+            .collect();
+        assert_eq!(removed, ["b", "k"]);
     }
 
     #[test]

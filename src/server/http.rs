@@ -23,7 +23,7 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// Serves `router` on `listener` until `stop` completes, then stops accepting, lets each open
 /// connection finish the request in hand, and returns once they have all closed (the caller
 /// bounds that wait).
-pub async fn serve(
+pub async fn listen(
     listener: TcpListener,
     router: Router,
     header_deadline: Duration,

@@ -21,7 +21,6 @@ use crate::store::{Job, LensRunRecord, RoundRecord, Store, now_ms};
 pub struct FlowRunner {
     config: Config,
     app: Arc<GithubApp>,
-    own_login: String,
     limits: ClientLimits,
     store: Store,
     metrics: Arc<Metrics>,
@@ -32,7 +31,7 @@ pub struct FlowRunner {
 
 impl FlowRunner {
     pub fn new(
-        config: Config,
+        mut config: Config,
         app: Arc<GithubApp>,
         own_login: String,
         limits: ClientLimits,
@@ -44,10 +43,11 @@ impl FlowRunner {
         panel.max_tool_calls = config.context.max_tool_calls;
         // The billing warning and other panel notices go to the log, not a terminal.
         panel.notices = Arc::new(|line: &str| tracing::warn!("{line}"));
+        // Only reviewbot's own reviews count as rounds: set once, not per job.
+        config.github.bot_login = Some(own_login.clone());
         Self {
             config,
             app,
-            own_login,
             limits,
             store,
             metrics,
@@ -56,6 +56,16 @@ impl FlowRunner {
     }
 
     async fn record(&self, job: &Job, outcome: &FlowOutcome) {
+        // Answers in threads are lens runs of no round: recorded, and counted in the budget.
+        for run in &outcome.answers {
+            let record = LensRunRecord {
+                installation: job.request.installation,
+                ..LensRunRecord::new(job.id, None, run)
+            };
+            if let Err(e) = self.store.record_lens_run(&record).await {
+                tracing::error!(error = %e, "recording a lens run failed");
+            }
+        }
         for report in &outcome.reports {
             let verdict = report.verdict();
             let round = RoundRecord {
@@ -144,22 +154,28 @@ impl FlowRunner {
 }
 
 impl JobRunner for FlowRunner {
+    /// The whole job is one review's for masking: what it logs and keeps after its round (the
+    /// notices, the error) is masked with the values the round remembered, too.
     async fn run(&self, job: Job) -> JobEnd {
+        crate::redact::KnownSecrets::scoped(self.run_job(job)).await
+    }
+}
+
+impl FlowRunner {
+    async fn run_job(&self, job: Job) -> JobEnd {
         let Some(installation) = job.request.installation else {
             return JobEnd::Done("not reviewed: the delivery named no installation".to_owned());
         };
         let github = self
             .app
             .installation_client(installation, self.limits.clone());
-        let mut config = self.config.clone();
-        // Only reviewbot's own reviews count as rounds.
-        config.github.bot_login = Some(self.own_login.clone());
         let ctx = FlowCtx {
             github: &github,
             has_token: true,
-            config: &config,
+            config: &self.config,
             panel: &self.panel,
             observer: &NoProgress,
+            store: Some(&self.store),
         };
         if let Some(wait) = self.over_budget(&ctx, installation, &job).await {
             return wait;
@@ -175,23 +191,23 @@ impl JobRunner for FlowRunner {
                     tracing::info!(notice = %notice, "round");
                 }
                 self.record(&job, &outcome).await;
-                JobEnd::Done(summary(&outcome))
+                JobEnd::Done(crate::render::notice::job_outcome(
+                    &outcome.reports,
+                    &outcome.head,
+                    outcome.answers.len(),
+                ))
             }
-            Err(e) => JobEnd::Failed(e.to_string()),
+            Err(e) => {
+                let error = e.to_string();
+                // The last attempt: its check run must not be left spinning.
+                if job.attempts >= self.config.serve.max_attempts {
+                    let notices = flow::give_up(&ctx, &request, job.attempts, &error).await;
+                    for notice in &notices {
+                        tracing::warn!(notice = %notice, "giving up");
+                    }
+                }
+                JobEnd::Failed(crate::redact::redact(&error).into_owned())
+            }
         }
     }
-}
-
-/// The job's outcome in a few words, as the store keeps it.
-fn summary(outcome: &FlowOutcome) -> String {
-    let mut parts = Vec::new();
-    for r in &outcome.reports {
-        parts.push(match (&r.skipped, r.round, r.posted) {
-            (Some(why), _, _) => format!("skipped: {}", why.as_str()),
-            (None, Some(n), true) => format!("round {n} posted"),
-            (None, Some(n), false) => format!("round {n} not posted"),
-            (None, None, _) => "no round".to_owned(),
-        });
-    }
-    format!("{} (head {})", parts.join("; "), outcome.head.short())
 }

@@ -33,7 +33,7 @@ pub use crate::store::NewDelivery;
 
 /// What the store did with a delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Accepted {
+pub enum Received {
     /// Stored now; `job` is the round it queued, if the delivery asked for one.
     New { job: Option<JobId> },
     /// This delivery id was stored before: nothing new starts.
@@ -58,7 +58,7 @@ pub trait Intake: Clone + Send + Sync + 'static {
         &self,
         d: &NewDelivery,
         req: Option<&ReviewRequest>,
-    ) -> impl Future<Output = Result<Accepted, IntakeError>> + Send;
+    ) -> impl Future<Output = Result<Received, IntakeError>> + Send;
     /// The store answers.
     fn healthy(&self) -> impl Future<Output = bool> + Send;
     /// Jobs by state (`queued`, `running`, …), for `reviewbot_jobs`.

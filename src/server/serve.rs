@@ -136,7 +136,7 @@ pub async fn serve(config: Config, env: ServeEnv) -> anyhow::Result<()> {
 
     let http = {
         let stop = stop.clone();
-        tokio::spawn(server::http::serve(
+        tokio::spawn(server::http::listen(
             listener,
             router,
             server::http::HEADER_DEADLINE,

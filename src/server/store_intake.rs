@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use super::{Accepted, Intake, IntakeError, NewDelivery};
+use super::{Intake, IntakeError, NewDelivery, Received};
 use crate::flow::request::ReviewRequest;
 use crate::store::{self, Store};
 
@@ -26,7 +26,7 @@ impl Intake for StoreIntake {
         &self,
         d: &NewDelivery,
         req: Option<&ReviewRequest>,
-    ) -> Result<Accepted, IntakeError> {
+    ) -> Result<Received, IntakeError> {
         let accepted = self
             .store
             .accept_delivery(d, req)
@@ -34,12 +34,12 @@ impl Intake for StoreIntake {
             .map_err(IntakeError::new)?;
         tracing::debug!(outcome = accepted.outcome(), "delivery stored");
         Ok(match accepted {
-            store::Accepted::Duplicate => Accepted::Duplicate,
+            store::Accepted::Duplicate => Received::Duplicate,
             store::Accepted::Enqueued { job, .. } => {
                 self.wake.notify_one();
-                Accepted::New { job: Some(job) }
+                Received::New { job: Some(job) }
             }
-            other => Accepted::New { job: other.job() },
+            other => Received::New { job: other.job() },
         })
     }
 

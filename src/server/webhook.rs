@@ -13,7 +13,7 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use tracing::Instrument;
 
 use super::metrics::{Outcome, event_label};
-use super::{Accepted, AppState, Intake, NewDelivery};
+use super::{AppState, Intake, NewDelivery, Received};
 use crate::flow::trigger::request_for;
 use crate::github::events::Event;
 use crate::ids::DeliveryId;
@@ -165,10 +165,10 @@ async fn receive<I: Intake>(
     )
     .await;
     match stored {
-        Ok(Ok(Accepted::Duplicate)) => {
+        Ok(Ok(Received::Duplicate)) => {
             Answer::new(StatusCode::OK, Outcome::duplicate, "duplicate\n")
         }
-        Ok(Ok(Accepted::New { job })) => match (&request, job) {
+        Ok(Ok(Received::New { job })) => match (&request, job) {
             (Some(req), job) => {
                 tracing::info!(pr = %req.pr, repo = %req.repo, job = ?job, "round requested");
                 Answer::new(StatusCode::ACCEPTED, Outcome::accepted, "accepted\n")

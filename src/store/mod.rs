@@ -31,11 +31,15 @@ macro_rules! on_pool {
     };
 }
 
+mod delivery;
+mod learnings;
 mod queue;
 mod record;
 mod sqlite_intake;
 
-pub use queue::{Accepted, Job, JobRecord, JobState, NewDelivery};
+pub use delivery::{Accepted, NewDelivery};
+pub use learnings::{Learning, NewLearning};
+pub use queue::{Job, JobRecord, JobState};
 pub use record::{LensRunRecord, RoundRecord};
 
 /// The migrations, one list a database, embedded with `include_str!` rather than sqlx's
@@ -56,6 +60,11 @@ fn migrator(db: &Db) -> Migrator {
                 "lens run installation",
                 include_str!("../../migrations/sqlite/0002_lens_run_installation.sql"),
             ),
+            (
+                3,
+                "conversations",
+                include_str!("../../migrations/sqlite/0003_conversations.sql"),
+            ),
         ],
         Db::Postgres(_) => &[
             (
@@ -67,6 +76,11 @@ fn migrator(db: &Db) -> Migrator {
                 2,
                 "lens run installation",
                 include_str!("../../migrations/postgres/0002_lens_run_installation.sql"),
+            ),
+            (
+                3,
+                "conversations",
+                include_str!("../../migrations/postgres/0003_conversations.sql"),
             ),
         ],
     };
@@ -105,7 +119,7 @@ pub struct Store {
     /// cannot afford). Another process on the same file still waits on the busy timeout.
     write_gate: Option<Arc<tokio::sync::Mutex<()>>>,
     /// SQLite only: deliveries go to one writer thread that commits them in batches.
-    intake: Option<tokio::sync::mpsc::Sender<sqlite_intake::Intake>>,
+    intake: Option<tokio::sync::mpsc::Sender<sqlite_intake::Waiting>>,
     /// SQLite only: set by [`Store::close`], which stops the writer too.
     closed: Arc<AtomicBool>,
 }

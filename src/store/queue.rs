@@ -18,6 +18,10 @@ use std::time::Duration;
 use sqlx::{Pool, Postgres, Row, Sqlite};
 use tokio::sync::oneshot;
 
+use super::delivery::{
+    Accepted, INSERT_DELIVERY, INSERT_JOB, NewDelivery, SAME_HEAD_JOB, SET_OUTCOME,
+    SUPERSEDE_OTHER_HEADS, TOUCH_PULL, payload_of,
+};
 use super::sqlite_intake::{self, writer_gone};
 use super::{Db, Dialect, Scope, Store, StoreError, millis, now_ms, to_i64};
 use crate::flow::request::ReviewRequest;
@@ -62,48 +66,6 @@ impl JobState {
                 what: "job state".into(),
                 reason: format!("{s:?}"),
             })
-    }
-}
-
-/// A webhook delivery as it arrived (the headers; never the body).
-#[derive(Debug, Clone)]
-pub struct NewDelivery {
-    pub id: DeliveryId,
-    pub event: String,
-    pub action: Option<String>,
-}
-
-/// What [`Store::accept_delivery`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Accepted {
-    /// Seen before: nothing was added.
-    Duplicate,
-    /// Stored; there was nothing to run.
-    Stored,
-    /// Stored, and a new job queued; `superseded` are the queued jobs of older heads it replaced.
-    Enqueued { job: JobId, superseded: Vec<JobId> },
-    /// Stored; the same head of the PR is already queued or running, so that job covers it.
-    Coalesced { into: JobId },
-}
-
-impl Accepted {
-    /// The job that will (or does) run for this delivery.
-    pub fn job(&self) -> Option<JobId> {
-        match self {
-            Accepted::Enqueued { job, .. } => Some(*job),
-            Accepted::Coalesced { into } => Some(*into),
-            Accepted::Duplicate | Accepted::Stored => None,
-        }
-    }
-
-    /// A short name for logs and metrics labels.
-    pub fn outcome(&self) -> &'static str {
-        match self {
-            Accepted::Duplicate => "duplicate",
-            Accepted::Stored => "stored",
-            Accepted::Enqueued { .. } => "enqueued",
-            Accepted::Coalesced { .. } => "coalesced",
-        }
     }
 }
 
@@ -199,30 +161,6 @@ macro_rules! holder_update {
     }};
 }
 
-/// The statements of accepting a delivery, one text for both databases and for SQLite's
-/// batch writer (`$N` placeholders, which SQLite reads as named parameters).
-pub(crate) const INSERT_DELIVERY: &str = "INSERT INTO deliveries (id, event, action, received_at, outcome) \
-     VALUES ($1, $2, $3, $4, 'stored') ON CONFLICT (id) DO NOTHING RETURNING id";
-/// A delivery's outcome once its job half ran: `$1` the delivery, `$2` the outcome, `$3` the job.
-pub(crate) const SET_OUTCOME: &str =
-    "UPDATE deliveries SET outcome = $2, job_id = $3 WHERE id = $1";
-/// Locks the PR's row until commit: concurrent enqueues for one PR take turns.
-pub(crate) const TOUCH_PULL: &str = "INSERT INTO pulls (repo, pr, last_request_at) VALUES ($1, $2, $3) \
-     ON CONFLICT (repo, pr) DO UPDATE SET last_request_at = excluded.last_request_at";
-/// The PR's queued or running job for the same head, which a non-forced request joins.
-pub(crate) const SAME_HEAD_JOB: &str = "SELECT id FROM jobs WHERE repo = $1 AND pr = $2 \
-     AND state IN ('queued', 'running') AND superseded_by IS NULL \
-     AND (head = $3 OR (head IS NULL AND $3 IS NULL)) ORDER BY id LIMIT 1";
-pub(crate) const INSERT_JOB: &str = "INSERT INTO jobs (delivery_id, repo, pr, head, forced, request, state, \
-                       run_after, created_at, updated_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $7, $7) RETURNING id";
-/// The PR's other heads' jobs: queued ones are superseded, a running one is flagged.
-pub(crate) const SUPERSEDE_OTHER_HEADS: &str = "UPDATE jobs SET superseded_by = $3, updated_at = $5, \
-       state = CASE WHEN state = 'queued' THEN 'superseded' ELSE state END \
-     WHERE repo = $1 AND pr = $2 AND id <> $3 AND superseded_by IS NULL \
-       AND state IN ('queued', 'running') AND (head IS NULL OR head <> $4) \
-     RETURNING id, state";
-
 /// One delivery's writes inside the transaction `$tx` (the caller commits): a future of the
 /// [`Accepted`]. A macro, so that one text serves both databases' transactions. (SQLite's
 /// writer does the same for a whole batch at once, with the same statements.)
@@ -275,7 +213,7 @@ macro_rules! enqueue_in_tx {
                 .bind(now)
                 .execute(&mut *$tx)
                 .await?;
-            let same_head: Option<i64> = if request.force {
+            let same_head: Option<i64> = if request.force || request.reason.is_reply() {
                 None
             } else {
                 sqlx::query_scalar(SAME_HEAD_JOB)
@@ -296,6 +234,7 @@ macro_rules! enqueue_in_tx {
                 .bind(request.force)
                 .bind(payload)
                 .bind(now)
+                .bind(request.reason.job_kind())
                 .fetch_one(&mut *$tx)
                 .await?;
             let mut superseded = Vec::new();
@@ -345,7 +284,7 @@ impl Store {
         match (&self.db, &self.intake) {
             (Db::Sqlite(_), Some(intake)) => {
                 let (reply, answer) = oneshot::channel();
-                let item = sqlite_intake::Intake {
+                let item = sqlite_intake::Waiting {
                     delivery: delivery.clone(),
                     request: request.cloned(),
                     reply,
@@ -692,23 +631,13 @@ fn is_unique_violation(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
 }
 
-pub(crate) fn payload_of(request: Option<&ReviewRequest>) -> Result<Option<String>, StoreError> {
-    request
-        .map(serde_json::to_string)
-        .transpose()
-        .map_err(|e| StoreError::Corrupt {
-            what: "review request".into(),
-            reason: e.to_string(),
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::flow::request::Reason;
     use crate::github::model::RepoName;
     use crate::ids::HeadSha;
-    use crate::store::sqlite_intake::{Intake, write_batch};
+    use crate::store::sqlite_intake::{Waiting, write_batch};
     use proptest::prelude::*;
     use sqlx::SqlitePool;
 
@@ -724,7 +653,7 @@ mod tests {
     fn item(
         id: u8,
         asks: Option<(u8, u8, bool)>,
-    ) -> (Intake, oneshot::Receiver<Result<Accepted, StoreError>>) {
+    ) -> (Waiting, oneshot::Receiver<Result<Accepted, StoreError>>) {
         let (reply, answer) = oneshot::channel();
         let request = asks.map(|(pr, head, force)| ReviewRequest {
             repo: RepoName::parse("octo/widgets").unwrap(),
@@ -744,7 +673,7 @@ mod tests {
             action: Some("synchronize".into()),
         };
         (
-            Intake {
+            Waiting {
                 delivery,
                 request,
                 reply,
@@ -826,7 +755,7 @@ mod tests {
                 let path = batched_pool.connect_options().get_filename().to_owned();
                 let mut conn = crate::store::sqlite_intake::open(&path).unwrap();
                 for chunk in arrivals.chunks(split) {
-                    let batch: Vec<Intake> = chunk.iter().map(|&(id, asks)| item(id, asks).0).collect();
+                    let batch: Vec<Waiting> = chunk.iter().map(|&(id, asks)| item(id, asks).0).collect();
                     got.extend(write_batch(&mut conn, &batch).unwrap());
                 }
                 drop(conn);

@@ -8,7 +8,7 @@
 //! through sqlx each statement is a round trip to the connection's thread, two context switches
 //! and more for each row it returns, and those, not SQLite's work, were most of what a delivery
 //! cost (docs/benchmarks.md). The SQL is the text the other writes use
-//! ([`super::queue::INSERT_DELIVERY`] and the rest), and a property test holds a batch's rows and
+//! (`INSERT_DELIVERY` and the rest, in `delivery.rs`), and a property test holds a batch's rows and
 //! outcomes to those of writing each delivery alone through sqlx.
 
 use std::path::Path;
@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 
-use super::queue::{
+use super::delivery::{
     Accepted, INSERT_DELIVERY, INSERT_JOB, NewDelivery, SAME_HEAD_JOB, SET_OUTCOME,
     SUPERSEDE_OTHER_HEADS, TOUCH_PULL, payload_of,
 };
@@ -27,7 +27,7 @@ use crate::flow::request::ReviewRequest;
 use crate::ids::JobId;
 
 /// A delivery waiting for the writer.
-pub(crate) struct Intake {
+pub(crate) struct Waiting {
     pub(crate) delivery: NewDelivery,
     pub(crate) request: Option<ReviewRequest>,
     pub(crate) reply: oneshot::Sender<Result<Accepted, StoreError>>,
@@ -43,7 +43,7 @@ pub(crate) fn spawn(
     path: &Path,
     gate: Arc<tokio::sync::Mutex<()>>,
     closed: Arc<AtomicBool>,
-    intake: mpsc::Receiver<Intake>,
+    intake: mpsc::Receiver<Waiting>,
 ) -> Result<(), StoreError> {
     let conn = open(path).map_err(|e| StoreError::Write(e.to_string()))?;
     std::thread::Builder::new()
@@ -72,7 +72,7 @@ fn run(
     mut conn: Connection,
     gate: &tokio::sync::Mutex<()>,
     closed: &AtomicBool,
-    mut intake: mpsc::Receiver<Intake>,
+    mut intake: mpsc::Receiver<Waiting>,
 ) {
     let mut batch = Vec::with_capacity(BATCH);
     while let Some(first) = intake.blocking_recv() {
@@ -116,7 +116,7 @@ pub(crate) fn writer_gone() -> StoreError {
 /// A batch in one transaction, each delivery written as `accept_in_tx!` writes it alone.
 pub(crate) fn write_batch(
     conn: &mut Connection,
-    batch: &[Intake],
+    batch: &[Waiting],
 ) -> Result<Vec<Accepted>, StoreError> {
     let now = now_ms();
     let started = std::time::Instant::now();
@@ -180,7 +180,7 @@ fn enqueue(
     let head = request.head.as_ref().map(|h| h.as_str());
     tx.prepare_cached(TOUCH_PULL)?
         .execute(rusqlite::named_params! { "$1": repo, "$2": pr, "$3": now })?;
-    if !request.force {
+    if !request.force && !request.reason.is_reply() {
         let same_head: Option<i64> = tx
             .prepare_cached(SAME_HEAD_JOB)?
             .query_row(
@@ -202,6 +202,7 @@ fn enqueue(
             "$5": request.force,
             "$6": payload,
             "$7": now,
+            "$8": request.reason.job_kind(),
         },
         |row| row.get(0),
     )?;

@@ -216,22 +216,28 @@ fn action_yml_is_a_composite_action_that_keeps_expressions_out_of_scripts() {
     );
 }
 
+/// The linter binary that `var` names (`.ci/run` installs them). Unset, the test is skipped
+/// with a line saying so, except under CI, where it fails.
+fn linter(var: &str, test: &str) -> Option<std::ffi::OsString> {
+    use std::io::Write;
+    let bin = std::env::var_os(var).filter(|v| !v.is_empty());
+    if bin.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must set {var} (see .ci/run)"
+        );
+        // Straight to stderr, so that it shows although the harness captures `eprintln!`.
+        let _ = writeln!(std::io::stderr(), "SKIPPED {test}: set {var} to the binary");
+    }
+    bin
+}
+
 /// shellcheck over `setup.sh` and every `run` script (`REVIEWBOT_SHELLCHECK` names the binary;
 /// `.ci/run` installs it).
 #[test]
 fn the_action_scripts_pass_shellcheck() {
-    use std::io::Write;
-    let Some(shellcheck) = std::env::var_os("REVIEWBOT_SHELLCHECK").filter(|v| !v.is_empty())
+    let Some(shellcheck) = linter("REVIEWBOT_SHELLCHECK", "the_action_scripts_pass_shellcheck")
     else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must set REVIEWBOT_SHELLCHECK (see .ci/run)"
-        );
-        // Straight to stderr, so that it shows although the harness captures `eprintln!`.
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED the_action_scripts_pass_shellcheck: set REVIEWBOT_SHELLCHECK to a shellcheck binary"
-        );
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -241,11 +247,16 @@ fn the_action_scripts_pass_shellcheck() {
         std::fs::write(&path, step.run.as_deref().unwrap()).unwrap();
         files.push(path);
     }
-    let out = Command::new(shellcheck)
-        .args(["--shell=bash", "--severity=style"])
-        .args(&files)
-        .output()
-        .unwrap();
+    lint_passes(
+        Command::new(shellcheck)
+            .args(["--shell=bash", "--severity=style"])
+            .args(&files),
+    );
+}
+
+/// Runs a linter and fails with what it printed unless it exits 0.
+fn lint_passes(linter: &mut Command) {
+    let out = linter.output().unwrap();
     assert!(
         out.status.success(),
         "{}{}",
@@ -824,12 +835,17 @@ fn bodies(fake: &FakeGithub) -> Vec<String> {
         .collect()
 }
 
+/// A job whose operator config (quick rate-limit waits) comes from `REVIEWBOT_CONFIG`.
+fn configured_job(fake: &FakeGithub) -> Job<'_> {
+    let job = Job::new(fake);
+    let config = job.config_file("");
+    job.env("REVIEWBOT_CONFIG", &config)
+}
+
 #[test]
 fn the_action_posts_one_round_then_nothing_on_the_same_head() {
     let fake = world(TokenKind::app());
-    let job = Job::new(&fake);
-    let config = job.config_file("");
-    let job = job.env("REVIEWBOT_CONFIG", &config);
+    let job = configured_job(&fake);
     let ran = job.run();
     assert_eq!(ran.status, 0, "log:\n{}", ran.raw);
     assert!(
@@ -863,10 +879,63 @@ fn the_action_posts_one_round_then_nothing_on_the_same_head() {
     assert!(log.inside().any(|l| l.starts_with(&round1)));
     assert!(fake.unexpected().is_empty(), "{:?}", fake.unexpected());
 
+    // The round's check run: created `in_progress` on the reviewed head (not `GITHUB_SHA`),
+    // completed with the verdict.
+    let runs = fake.check_runs(REPO);
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    let run = &runs[0];
+    assert_eq!(run["name"], "reviewbot");
+    assert_eq!(run["head_sha"], sha("head"));
+    assert_eq!(run["external_id"], format!("reviewbot:pr={PR}"));
+    assert_eq!(run["status"], "completed");
+    assert_eq!(
+        run["conclusion"], "neutral",
+        "findings hold, fail-on is never"
+    );
+    assert_eq!(run["output"]["title"], "Round 1: 1 blocking, 1 advisory");
+    let summary = run["output"]["summary"].as_str().unwrap();
+    assert!(summary.starts_with("Round 1 — reviewed head"), "{summary}");
+    let annotations = run["annotations"].as_array().unwrap();
+    let level = |l: &str| {
+        annotations
+            .iter()
+            .filter(|a| a["annotation_level"] == l)
+            .count()
+    };
+    assert_eq!(
+        (level("failure"), level("warning")),
+        (1, 1),
+        "{annotations:#?}"
+    );
+    let id = run["id"].as_u64();
+    let writes: Vec<_> = fake
+        .check_run_writes(REPO)
+        .into_iter()
+        .map(|w| (w.method, w.run, w.status, w.conclusion, w.answered))
+        .collect();
+    assert_eq!(
+        writes,
+        [
+            ("POST", id, Some("in_progress".to_owned()), None, 201),
+            (
+                "PATCH",
+                id,
+                Some("completed".to_owned()),
+                Some("neutral".to_owned()),
+                200
+            ),
+        ]
+    );
+
     // Again on the same head (a re-run, a redelivery): nothing posted, exit 0, explained.
     let again = job.run();
     assert_eq!(again.status, 0, "log:\n{}", again.raw);
     assert_eq!(fake.reviews(REPO, PR).len(), 1);
+    assert_eq!(
+        fake.check_runs(REPO),
+        runs,
+        "the head's run is left as it is"
+    );
     let log2 = assert_log_safe(&again, TOKEN);
     assert!(log2.shown.contains("already reviewed"), "{}", log2.shown);
     assert_ne!(
@@ -897,11 +966,17 @@ fn fail_on_blocking_turns_the_job_red_and_a_rerun_stays_red() {
         "{}",
         ran.raw
     );
+    // The check run fails with the job.
+    let runs = fake.check_runs(REPO);
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    assert_eq!(runs[0]["conclusion"], "failure");
 
     let rerun = job.run();
     assert_eq!(rerun.status, 1, "log:\n{}", rerun.raw);
     assert_eq!(fake.reviews(REPO, PR).len(), 1);
     assert_log_safe(&rerun, TOKEN);
+    // The head's run keeps its verdict; no second run.
+    assert_eq!(fake.check_runs(REPO), runs);
 }
 
 #[test]
@@ -935,9 +1010,7 @@ fn a_fork_pr_with_a_read_only_token_posts_nothing_and_says_why() {
 #[test]
 fn the_trigger_label_asks_for_a_new_round_and_other_labels_do_not() {
     let fake = world(TokenKind::app());
-    let mut job = Job::new(&fake);
-    let config = job.config_file("");
-    job = job.env("REVIEWBOT_CONFIG", &config);
+    let mut job = configured_job(&fake);
     assert_eq!(job.run().status, 0);
     assert_eq!(fake.reviews(REPO, PR).len(), 1);
 
@@ -970,6 +1043,94 @@ fn the_trigger_label_asks_for_a_new_round_and_other_labels_do_not() {
     );
     let log = assert_log_safe(&ran, TOKEN);
     assert!(log.shown.contains("The trigger label was added"));
+}
+
+/// A workflow whose `permissions` lack `checks: write`: GitHub answers the check-run writes 403
+/// and the round still posts, the log saying why there is no check run.
+#[test]
+fn without_checks_write_the_action_posts_the_round_and_says_so() {
+    let fake = world(TokenKind::app());
+    fake.forbid_checks(true);
+    let ran = configured_job(&fake).run();
+    assert_eq!(ran.status, 0, "log:\n{}", ran.raw);
+    assert_eq!(fake.reviews(REPO, PR).len(), 1);
+    assert_eq!(ran.outputs["verdict"], "1 blocking, 1 advisory");
+    assert!(fake.check_runs(REPO).is_empty());
+    let refused: Vec<u16> = fake
+        .check_run_writes(REPO)
+        .iter()
+        .map(|w| w.answered)
+        .collect();
+    assert_eq!(refused, [403], "one refused create, no update");
+    let log = assert_log_safe(&ran, TOKEN);
+    let notice = log
+        .shown
+        .lines()
+        .find(|l| l.starts_with("notice: the check run could not be created"))
+        .unwrap_or_else(|| panic!("no notice:\n{}", log.shown));
+    assert!(notice.contains("checks: write"), "{notice}");
+    assert!(notice.contains("The round is posted without"), "{notice}");
+}
+
+/// The README's workflow for the Action grants what the Action needs, `checks: write` included.
+#[test]
+fn the_readmes_action_workflow_grants_the_permissions_the_action_needs() {
+    let workflow: Value =
+        yaml_serde::from_str(&readme_workflow("README.md", "## The GitHub Action")).unwrap();
+    assert_eq!(
+        workflow["permissions"],
+        serde_json::json!({
+            "contents": "read",
+            "pull-requests": "write",
+            "checks": "write",
+        })
+    );
+    let step = &workflow["jobs"]["review"]["steps"][0];
+    assert!(
+        step["uses"]
+            .as_str()
+            .unwrap()
+            .contains("/reviewbot/action@"),
+        "{step:#}"
+    );
+}
+
+/// The first yaml block after `heading` in the repository's `file`: a workflow example.
+fn readme_workflow(file: &str, heading: &str) -> String {
+    let readme = std::fs::read_to_string(root().join(file)).unwrap();
+    let section = &readme[readme.find(heading).expect("the Action's section")..];
+    let start = section.find("```yaml\n").expect("a yaml block") + "```yaml\n".len();
+    section[start..start + section[start..].find("```").unwrap()].to_string()
+}
+
+/// The workflow examples people copy pass zizmor (`REVIEWBOT_ZIZMOR`; `.ci/run` installs it):
+/// among others, the action is pinned by commit SHA (`unpinned-uses`).
+#[test]
+fn the_readmes_workflow_examples_pass_zizmor() {
+    let Some(zizmor) = linter(
+        "REVIEWBOT_ZIZMOR",
+        "the_readmes_workflow_examples_pass_zizmor",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let workflows = dir.path().join(".github/workflows");
+    std::fs::create_dir_all(&workflows).unwrap();
+    for (file, heading, name) in [
+        ("README.md", "## The GitHub Action", "readme.yml"),
+        (
+            "action/README.md",
+            "# reviewbot action",
+            "action-readme.yml",
+        ),
+    ] {
+        std::fs::write(workflows.join(name), readme_workflow(file, heading)).unwrap();
+    }
+    lint_passes(
+        Command::new(zizmor)
+            .args(["--offline", "--no-progress"])
+            .arg(&workflows),
+    );
 }
 
 /// A copy of the action's files at `dir/action`, with an (empty) `Cargo.toml` beside it for the
@@ -1263,7 +1424,11 @@ fn the_app_manifest_asks_for_exactly_the_permissions_and_events_reviewbot_uses()
     );
     assert_eq!(
         manifest["default_events"],
-        serde_json::json!(["pull_request", "issue_comment"])
+        serde_json::json!([
+            "pull_request",
+            "issue_comment",
+            "pull_request_review_comment"
+        ])
     );
 }
 
@@ -1532,6 +1697,70 @@ fn the_release_follows_the_action_path_when_the_ref_is_empty_or_an_outer_actions
         );
         assert_log_safe(&ran, TOKEN);
     }
+}
+
+#[test]
+fn a_commit_sha_pin_uses_the_release_of_the_version_its_cargo_toml_names() {
+    let fake = world(TokenKind::app());
+    let releases = FakeReleases::start();
+    releases.publish(TAG, None);
+    let sha = "0123456789abcdef0123456789abcdef01234567";
+    let mut job = Job::new(&fake).release_from(&releases);
+    // Where the runner unpacks `uses: octo/reviewbot/action@<sha>`; that commit's Cargo.toml.
+    let pinned = job
+        .dir
+        .path()
+        .join(format!("runner/_work/_actions/{ACTION_REPO}/{sha}"));
+    job.action_path = copy_action(&pinned);
+    let version = TAG.trim_start_matches('v');
+    std::fs::write(
+        pinned.join("Cargo.toml"),
+        format!("[package]\nname = \"reviewbot\"\nversion = \"{version}\"\n\n[dependencies]\nversion = \"0.0.1\"\n"),
+    )
+    .unwrap();
+    job.action_ref = sha.to_owned();
+    let ran = job.run();
+    assert_eq!(ran.status, 0, "log:\n{}", ran.raw);
+    assert!(ran.cargo_calls.is_empty(), "{:?}", ran.cargo_calls);
+    assert!(
+        ran.raw.contains(&format!(
+            "pinned to commit {sha} (version {version}): using release {TAG}"
+        )),
+        "{}",
+        ran.raw
+    );
+    let asked = paths(&releases.requests());
+    assert_eq!(
+        asked.first().map(String::as_str),
+        Some(
+            format!(
+                "302 /{ACTION_REPO}/releases/download/{TAG}/{}.sha256",
+                asset_name()
+            )
+            .as_str()
+        ),
+        "{asked:?}"
+    );
+
+    // A commit whose Cargo.toml names no version is built from source, saying why.
+    let mut job = Job::new(&fake).release_from(&releases);
+    let bare = job
+        .dir
+        .path()
+        .join(format!("runner/_work/_actions/{ACTION_REPO}/{sha}"));
+    job.action_path = copy_action(&bare);
+    job.action_ref = sha.to_owned();
+    job.reviewbot_on_path = false;
+    job.cargo_builds = true;
+    let ran = job.run();
+    assert_eq!(ran.status, 0, "log:\n{}", ran.raw);
+    assert!(
+        ran.raw.contains(&format!(
+            "the action is pinned to commit {sha}, whose Cargo.toml names no version"
+        )),
+        "{}",
+        ran.raw
+    );
 }
 
 #[test]

@@ -289,7 +289,7 @@ async fn a_revoked_token_mid_job_is_reminted_and_the_review_lands_once() {
     let review = NewReview {
         commit_id: pr.head.to_string(),
         body: "Round 1 — reviewed head".into(),
-        event: "COMMENT".into(),
+        event: reviewbot::github::model::ReviewEvent::Comment,
         comments: Vec::new(),
     };
     let posted = client

@@ -2,9 +2,9 @@
 //! review is posted, completed after it with the right conclusion, reused after a crash, and
 //! a notice (never a failed round) without `checks: write`.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::fake_github::{FakeGithub, Fault, TokenKind};
+use crate::fake_github::{FakeGithub, Fault, FileSpec, PrSpec, TokenKind};
 use crate::pr::{REPO, Run, TOKEN, stderr, world};
 
 fn runs(fake: &FakeGithub) -> Vec<Value> {
@@ -214,4 +214,84 @@ fn without_checks_write_the_round_posts_and_a_notice_says_so() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(fake.reviews(REPO, 7).len(), 1);
     assert!(stderr(&o).contains("the check run could not be created"));
+}
+
+#[test]
+fn a_round_with_120_findings_pages_its_annotations_50_50_20_onto_one_run() {
+    let fake = world();
+    let added: String = (1..=120).map(|n| format!("+let v{n} = {n};\n")).collect();
+    fake.add_pr(
+        REPO,
+        PrSpec {
+            number: 9,
+            files: vec![FileSpec::added(
+                "src/many.rs",
+                &format!("@@ -0,0 +1,120 @@\n{added}"),
+            )],
+            ..PrSpec::default()
+        },
+    );
+    // A lens reports at most 50 findings: three lenses, 40 lines each, worded apart so that
+    // neighbours across lenses are not merged as one problem.
+    let run = Run::new("");
+    let mut cfg = "[github]\nmax_rate_limit_wait = \"10s\"\n".to_owned();
+    for k in 0..3 {
+        let findings: Vec<Value> = (40 * k + 1..=40 * k + 40)
+            .map(|n| {
+                json!({"path": "src/many.rs", "line": n, "severity": "advisory",
+                       "confidence": "high", "title": format!("Tag{n}"),
+                       "body": format!("Word{n} only.")})
+            })
+            .collect();
+        let reply = run.dir.path().join(format!("reply{k}.json"));
+        std::fs::write(&reply, json!({ "findings": findings }).to_string()).unwrap();
+        let lens = run.dir.path().join(format!("many{k}.sh"));
+        let script = format!("#!/bin/sh\ncat >/dev/null\ncat '{}'\n", reply.display());
+        std::fs::write(&lens, script).unwrap();
+        std::fs::set_permissions(&lens, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        cfg.push_str(&crate::pr::lens(&format!("many{k}"), &lens));
+    }
+    std::fs::write(run.dir.path().join("reviewbot.toml"), cfg).unwrap();
+
+    let o = run.review_pr(&fake, Some(TOKEN), 9, &["--post"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let runs = runs(&fake);
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    let id = runs[0]["id"].as_u64();
+    assert_eq!(runs[0]["status"], "completed");
+    assert_eq!(runs[0]["conclusion"], "neutral");
+    assert_eq!(
+        runs[0]["output"]["title"],
+        "Round 1: 0 blocking, 120 advisory"
+    );
+    // Every finding is on the one run, each on its own line.
+    let lines: Vec<u64> = runs[0]["annotations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["start_line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, (1..=120).collect::<Vec<u64>>());
+
+    // Created in_progress without annotations; the completing update carries the first 50, two
+    // more updates the rest; none refused, none over GitHub's 50.
+    let writes: Vec<_> = fake
+        .check_run_writes(REPO)
+        .into_iter()
+        .map(|w| {
+            assert_eq!(w.run, id, "{w:?}");
+            (w.method, w.status, w.conclusion, w.annotations, w.answered)
+        })
+        .collect();
+    let done = || Some("completed".to_owned());
+    assert_eq!(
+        writes,
+        [
+            ("POST", Some("in_progress".to_owned()), None, 0, 201),
+            ("PATCH", done(), Some("neutral".to_owned()), 50, 200),
+            ("PATCH", None, None, 50, 200),
+            ("PATCH", None, None, 20, 200),
+        ]
+    );
 }

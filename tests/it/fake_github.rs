@@ -5,8 +5,10 @@
 //! real `reviewbot` binary against [`FakeGithub::url`] and then assert on what was stored and on
 //! the request log. Faults (5xx, rate limits, delays, "applied but answered 502", HTML pages, a
 //! body cut short, a connection that never answers) are queued per route with
-//! [`FakeGithub::fail_next`]. Any route the fake does not know answers 404 and is recorded in
-//! [`FakeGithub::unexpected`].
+//! [`FakeGithub::fail_next`]. Any route the fake does not know answers 404, is recorded in
+//! [`FakeGithub::unexpected`] and fails the test when the fake is dropped (unless the test
+//! called [`FakeGithub::allow_unserved_routes`]). With `REVIEWBOT_GITHUB_OPENAPI` set, requests
+//! and answers are also held to GitHub's REST description ([`openapi`]).
 //!
 //! Wire shapes follow GitHub's REST docs as `docs/contract.md` sums them up ("Review rules" for the
 //! 422s, "Diff media type" for `.diff` and its 406, "Retry rules" for rate limits).
@@ -27,13 +29,16 @@ mod archive;
 mod checks;
 mod hunks;
 mod json;
+pub mod openapi;
 mod server;
 mod tests;
+mod threads;
 mod world;
 
 pub use app::Minted;
 pub use app_keys::{KeyForm, test_key};
 pub use archive::TreeEntry;
+pub use checks::CheckRunWrite;
 use world::{Pr, Repo, World};
 
 /// What a token is, and so what it may do and who it acts as.
@@ -519,12 +524,51 @@ impl FakeGithub {
         w.unexpected.iter().map(|&i| w.log[i].clone()).collect()
     }
 
+    /// This test sends requests to routes the fake does not serve, on purpose: they do not
+    /// fail it (see [`Self::unexpected`]).
+    pub fn allow_unserved_routes(&self) -> &Self {
+        self.world().allow_unserved = true;
+        self
+    }
+
+    /// This test sends requests GitHub's REST description does not allow, on purpose (to see
+    /// how the fake refuses them): they do not fail it. The fake's answers are still checked.
+    pub fn allow_invalid_requests(&self) -> &Self {
+        self.world().allow_invalid_requests = true;
+        self
+    }
+
+    /// What fails the test when the fake is dropped: requests to routes it does not serve, and
+    /// departures from GitHub's REST description, each on one line.
+    pub fn problems(&self) -> Vec<String> {
+        let w = self.world();
+        let unserved = w.unexpected.iter().filter(|_| !w.allow_unserved).map(|&i| {
+            format!(
+                "{} {}: a route the fake does not serve",
+                w.log[i].method, w.log[i].path
+            )
+        });
+        let violations = w
+            .violations
+            .iter()
+            .filter(|v| !(v.request && w.allow_invalid_requests))
+            .map(|v| v.text.clone());
+        unserved.chain(violations).collect()
+    }
+
     /// The PR's reviews as the list endpoint returns them, in creation order.
     pub fn reviews(&self, repo: &str, n: u64) -> Vec<Value> {
         self.with_pr(repo, n, |pr| pr.reviews.clone())
     }
 
     /// The PR's review comments (replies included), in creation order.
+    /// The review threads resolved so far, by their first comment's id.
+    pub fn resolved_threads(&self) -> Vec<u64> {
+        let mut ids: Vec<u64> = self.world().resolved_threads.iter().copied().collect();
+        ids.sort_unstable();
+        ids
+    }
+
     pub fn review_comments(&self, repo: &str, n: u64) -> Vec<Value> {
         self.with_pr(repo, n, |pr| pr.comments.clone())
     }
@@ -544,6 +588,15 @@ impl FakeGithub {
             .filter(|r| r.repo == key)
             .map(|r| r.to_json())
             .collect()
+    }
+
+    /// Every check-run create and update to `repo` (refused ones too), in arrival order: what
+    /// each asked for and how many annotations it carried.
+    pub fn check_run_writes(&self, repo: &str) -> Vec<CheckRunWrite> {
+        let key = repo_key(repo);
+        let mut writes = self.world().check_run_writes.clone();
+        writes.retain(|w| w.repo == key);
+        writes
     }
 
     /// While on, every check-run write answers 403, as for a token without `checks: write`
@@ -567,10 +620,22 @@ impl FakeGithub {
 }
 
 impl Drop for FakeGithub {
+    /// Stops the fake, then fails the test (unless it already failed) on any request to a
+    /// route the fake does not serve, and on any departure from GitHub's REST description.
     fn drop(&mut self) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
+        if std::thread::panicking() {
+            return;
+        }
+        let problems = self.problems();
+        assert!(
+            problems.is_empty(),
+            "fake github: {} problem(s):\n{}",
+            problems.len(),
+            problems.join("\n")
+        );
     }
 }
 

@@ -13,7 +13,7 @@ use axum::http::{Request, StatusCode};
 use reviewbot::flow::request::{Reason, ReviewRequest};
 use reviewbot::ids::JobId;
 use reviewbot::server::{
-    Accepted, BODY_LIMIT, Intake, IntakeError, Metrics, NewDelivery, ServerConfig, WebhookSecrets,
+    BODY_LIMIT, Intake, IntakeError, Metrics, NewDelivery, Received, ServerConfig, WebhookSecrets,
     router,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -52,7 +52,7 @@ impl Intake for MemoryIntake {
         &self,
         d: &NewDelivery,
         req: Option<&ReviewRequest>,
-    ) -> Result<Accepted, IntakeError> {
+    ) -> Result<Received, IntakeError> {
         *self.accepts.lock().unwrap() += 1;
         if self.hanging.load(Ordering::SeqCst) {
             std::future::pending::<()>().await;
@@ -62,11 +62,11 @@ impl Intake for MemoryIntake {
         }
         let mut stored = self.stored.lock().unwrap();
         if stored.contains_key(d.id.as_str()) {
-            return Ok(Accepted::Duplicate);
+            return Ok(Received::Duplicate);
         }
         let n = stored.len() as i64 + 1;
         stored.insert(d.id.as_str().to_owned(), (d.clone(), req.cloned()));
-        Ok(Accepted::New {
+        Ok(Received::New {
             job: req.map(|_| JobId(n)),
         })
     }
@@ -487,7 +487,7 @@ async fn serve(app: Router) -> std::net::SocketAddr {
 async fn serve_with(app: Router, header_deadline: Duration) -> std::net::SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(reviewbot::server::http::serve(
+    tokio::spawn(reviewbot::server::http::listen(
         listener,
         app,
         header_deadline,

@@ -5,6 +5,7 @@ mod app_auth;
 mod backends;
 mod check_run;
 mod cli;
+mod conversations;
 mod fake_github;
 mod faults;
 mod hardening;

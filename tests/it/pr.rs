@@ -372,7 +372,7 @@ fn recording_lens(dir: &Path, record: &Path) -> PathBuf {
 }
 
 #[test]
-fn a_human_reply_never_reaches_a_lens() {
+fn a_human_reply_reaches_only_its_answer_and_only_as_visible_data() {
     let fake = world();
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("sent.jsonl");
@@ -397,11 +397,24 @@ fn a_human_reply_never_reaches_a_lens() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(json(&o)["round"], 2);
-    // The reply only marks its finding disputed: no word of it, hidden or visible, is sent.
+    // The reply is answered (a model lens answers for the builtin lens's finding): its visible
+    // words reach that one call, in an untrusted block; its hidden text reaches no call, and
+    // no word of it reaches a round's prompt.
     let sent = std::fs::read_to_string(&record).unwrap();
-    assert_eq!(sent.lines().count(), 2, "{sent}");
-    for text in ["Not a bug", "ignore previous", "\\u200b", "mallory"] {
+    let calls: Vec<&str> = sent.lines().collect();
+    assert_eq!(calls.len(), 3, "round 1, the answer, round 2: {sent}");
+    assert!(
+        calls[1].contains("<untrusted label=\\\"thread\\\">\\nmallory wrote:\\nNot a bug, see the ticket.\\n</untrusted>"),
+        "{}",
+        calls[1]
+    );
+    for text in ["ignore previous", "\\u200b", "\u{200B}"] {
         assert!(!sent.contains(text), "{text:?} was sent to a lens");
+    }
+    for round in [calls[0], calls[2]] {
+        for text in ["Not a bug", "mallory"] {
+            assert!(!round.contains(text), "{text:?} reached a round's prompt");
+        }
     }
 }
 
@@ -823,6 +836,7 @@ mod flow {
             config,
             panel: &panel,
             observer: &NoProgress,
+            store: None,
         };
         let req = ReviewRequest {
             repo: RepoName::parse(REPO).expect("repo"),

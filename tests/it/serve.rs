@@ -356,7 +356,7 @@ fn bodies(fake: &FakeGithub) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn opened_posts_round_one_with_a_minted_installation_token() {
+async fn opened_posts_round_one_and_its_check_run_with_a_minted_installation_token() {
     let fake = world();
     let site = Site::new("");
     let serve = Serve::start(&site, &fake);
@@ -375,6 +375,100 @@ async fn opened_posts_round_one_with_a_minted_installation_token() {
     assert!(!log.contains(&fake.minted()[0].token), "token in the log");
     assert!(!log.contains("PRIVATE KEY"), "key in the log");
     assert!(!log.contains(SECRET), "secret in the log");
+
+    // The worker started the round's check run on the reviewed head and completed it with the
+    // verdict.
+    let runs = fake.check_runs(REPO);
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    let run = &runs[0];
+    assert_eq!(run["name"], "reviewbot");
+    assert_eq!(run["head_sha"], sha("head"));
+    assert_eq!(
+        (run["status"].as_str(), run["conclusion"].as_str()),
+        (Some("completed"), Some("neutral")),
+        "a blocking finding, fail_on is never"
+    );
+    assert_eq!(run["output"]["title"], "Round 1: 1 blocking, 0 advisory");
+    let body = &bodies(&fake)[0];
+    let summary = run["output"]["summary"].as_str().unwrap();
+    assert!(
+        body.starts_with(summary.trim_end()),
+        "{summary}\n---\n{body}"
+    );
+    assert_eq!(run["annotations"][0]["path"], "app/work.py");
+    assert_eq!(run["annotations"][0]["annotation_level"], "failure");
+    let id = run["id"].as_u64();
+    let running = Some("in_progress".to_owned());
+    let done = Some("completed".to_owned());
+    assert_eq!(
+        check_writes(&fake),
+        [("POST", id, running, 201), ("PATCH", id, done, 200)]
+    );
+    // Written with the installation token the worker minted.
+    let token = fake.minted()[0].token.clone();
+    let other_token = |r: &&crate::fake_github::RequestRecord| {
+        r.path.contains("/check-runs") && r.token.as_deref() != Some(token.as_str())
+    };
+    assert_eq!(fake.requests().iter().filter(other_token).count(), 0);
+}
+
+/// Each check-run write of the test's repository: method, run, the status it asked for, and
+/// what the fake answered.
+fn check_writes(fake: &FakeGithub) -> Vec<(&'static str, Option<u64>, Option<String>, u16)> {
+    fake.check_run_writes(REPO)
+        .into_iter()
+        .map(|w| (w.method, w.run, w.status, w.answered))
+        .collect()
+}
+
+/// The first attempt dies after its check run started (the opt-out re-check before posting is
+/// refused): the retried job takes that run up and completes it; no second run is left
+/// spinning.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retried_job_completes_the_check_run_its_failed_attempt_left_in_progress() {
+    let fake = world();
+    let labels = format!("/repos/{REPO}/issues/{PR}/labels");
+    fake.fail_next(("GET", labels.as_str()), Fault::status(404), 1);
+    let site = Site::new(
+        "[review]\nfail_on = \"blocking\"\n[serve]\nmax_attempts = 2\nretry_after = \"1s\"\n",
+    );
+    let serve = Serve::start(&site, &fake);
+    round_one(&fake, &site, &serve, "r-1").await;
+    assert_eq!(fake.reviews(REPO, PR).len(), 1);
+
+    let runs = fake.check_runs(REPO);
+    assert_eq!(runs.len(), 1, "the same run, not a second: {runs:#?}");
+    assert_eq!(
+        (runs[0]["status"].as_str(), runs[0]["conclusion"].as_str()),
+        (Some("completed"), Some("failure")),
+        "fail_on = \"blocking\" holds"
+    );
+    assert_eq!(
+        runs[0]["output"]["title"],
+        "Round 1: 1 blocking, 0 advisory"
+    );
+    // Created by the first attempt, taken up (in_progress again, with the round's title) and
+    // completed by the second.
+    let id = runs[0]["id"].as_u64();
+    let running = Some("in_progress".to_owned());
+    let done = Some("completed".to_owned());
+    assert_eq!(
+        check_writes(&fake),
+        [
+            ("POST", id, running.clone(), 201),
+            ("PATCH", id, running, 200),
+            ("PATCH", id, done, 200),
+        ]
+    );
+    let store = reviewbot::store::Store::connect(&site.db).await.unwrap();
+    let repo = reviewbot::github::model::RepoName::parse(REPO).unwrap();
+    let jobs = store
+        .jobs_for_pr(&repo, reviewbot::ids::PrNumber(PR))
+        .await
+        .unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].attempts, 2, "{}", serve.log());
+    store.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -700,12 +794,20 @@ async fn sigkill_while_a_lens_is_slow_then_a_restart_posts_exactly_once() {
     lens_started(&site, &serve).await;
     serve.signal_and_wait(nix::sys::signal::Signal::SIGKILL, Duration::from_secs(5));
     assert!(fake.reviews(REPO, PR).is_empty());
+    let spinning = fake.check_runs(REPO);
+    assert_eq!(spinning.len(), 1, "{spinning:#?}");
+    assert_eq!(spinning[0]["status"], "in_progress");
 
     let serve = Serve::start(&site, &fake);
     reviews_reach(&fake, PR, 1, &serve).await;
     settled(&site, &serve).await;
     assert_eq!(fake.reviews(REPO, PR).len(), 1, "posted once");
     assert_eq!(runs(&site), 2, "the lens ran again after the crash");
+    // The run the crash left spinning is the one completed.
+    let runs = fake.check_runs(REPO);
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    assert_eq!(runs[0]["id"], spinning[0]["id"]);
+    assert_eq!(runs[0]["status"], "completed");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -847,7 +949,9 @@ async fn a_job_that_keeps_failing_is_marked_failed_with_its_error() {
         crate::fake_github::Fault::status(404),
         100,
     );
-    let site = Site::new("[serve]\nmax_attempts = 2\nretry_after = \"1s\"\n");
+    let site = Site::new(
+        "[review]\nfail_on = \"blocking\"\n[serve]\nmax_attempts = 2\nretry_after = \"1s\"\n",
+    );
     let serve = Serve::start(&site, &fake);
     let opened = payload("pull_request", "opened.payload.json", &sha("head"));
     assert_eq!(
@@ -1034,4 +1138,283 @@ async fn a_snapshot_a_kill_left_behind_is_swept_at_the_next_start() {
     settled(&site, &serve).await;
     assert!(snapshots(&tmp).is_empty(), "{:?}", snapshots(&tmp));
     assert_eq!(fake.archive_requests(REPO), (2, 2));
+}
+
+/// A `talk` command lens for conversations: in a round it reports the leftover breakpoint on
+/// `app/work.py` line 11; asked about a reply it withdraws the finding. Every request it gets
+/// is appended to `prompts.txt`.
+fn talking_lens(site: &Site) -> String {
+    let script = site.path("talk.sh");
+    let prompts = site.path("prompts.txt");
+    std::fs::write(
+        &script,
+        format!(
+            r#"#!/bin/sh
+req=$(cat)
+printf '%s\n=====\n' "$req" >> '{}'
+case "$req" in
+  *"finding under discussion"*)
+    echo '{{"findings":[],"summary":"Right: the breakpoint is behind the debug flag, so this is intended."}}'
+    exit 0 ;;
+esac
+echo '{{"findings":[{{"path":"app/work.py","line":11,"severity":"advisory","confidence":"high","title":"Leftover breakpoint","body":"Remove it."}}]}}'
+"#,
+            prompts.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!(
+        "[[lens]]\nname = \"talk\"\nbackend = \"command\"\nbin = \"{}\"\n\n[review]\nlenses = [\"talk\"]\n",
+        script.display()
+    )
+}
+
+/// The prompts the talking lens got, in order.
+fn talk_prompts(site: &Site) -> Vec<String> {
+    std::fs::read_to_string(site.path("prompts.txt"))
+        .unwrap_or_default()
+        .split("=====\n")
+        .filter_map(|p| serde_json::from_str::<Value>(p).ok())
+        .map(|v| v["prompt"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// A `pull_request_review_comment` `created` delivery: `user` (a bot when it ends in `[bot]`)
+/// wrote comment `id` in the thread of `root`.
+fn reply_payload(id: u64, root: u64, user: &str) -> Value {
+    let mut v = payload(
+        "pull_request_review_comment",
+        "created.payload.json",
+        &sha("head"),
+    );
+    let kind = if user.ends_with("[bot]") {
+        "Bot"
+    } else {
+        "User"
+    };
+    v["comment"]["id"] = json!(id);
+    v["comment"]["in_reply_to_id"] = json!(root);
+    v["comment"]["user"]["login"] = json!(user);
+    v["comment"]["user"]["type"] = json!(kind);
+    v["sender"]["login"] = json!(user);
+    v["sender"]["type"] = json!(kind);
+    v
+}
+
+/// Our finding comment on PR #7 (a thread's root).
+fn finding_comment(fake: &FakeGithub) -> u64 {
+    fake.review_comments(REPO, PR)
+        .iter()
+        .find(|c| c["in_reply_to_id"].is_null() && c["user"]["login"] == BOT)
+        .and_then(|c| c["id"].as_u64())
+        .expect("a finding comment")
+}
+
+/// Our answers in threads on PR #7.
+fn thread_answers(fake: &FakeGithub) -> Vec<String> {
+    fake.review_comments(REPO, PR)
+        .iter()
+        .filter(|c| !c["in_reply_to_id"].is_null() && c["user"]["login"] == BOT)
+        .map(|c| c["body"].as_str().unwrap_or_default().to_owned())
+        .filter(|b| b.contains("<!-- reviewbot reply-to="))
+        .collect()
+}
+
+/// A maintainer's dispute delivered three times is answered once, withdrawn; the check run
+/// counts it no more; the ruling is kept and reaches the lens on the next PR; bots' replies
+/// queue nothing.
+async fn a_dispute_is_answered_once_and_kept(db: Option<String>) {
+    let fake = world();
+    add_second_pr(&fake);
+    fake.set_role(REPO, "maintainer", "write");
+    let dir = tempfile::tempdir().unwrap();
+    let db = db.unwrap_or_else(|| format!("sqlite://{}", dir.path().join("r.db").display()));
+    let site = Site::with_db(dir, db, "");
+    site.set_config(&talking_lens(&site));
+    let serve = Serve::start(&site, &fake);
+    round_one(&fake, &site, &serve, "t-1").await;
+    let root = finding_comment(&fake);
+    assert_eq!(
+        fake.check_runs(REPO)[0]["output"]["title"],
+        "Round 1: 0 blocking, 1 advisory"
+    );
+
+    let reply = fake.add_reply(
+        REPO,
+        PR,
+        root,
+        "maintainer",
+        "Intended: it is behind the flag.",
+    );
+    let event = reply_payload(reply, root, "maintainer");
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        statuses.push(deliver(&serve, "pull_request_review_comment", "t-2", &event, SECRET).await);
+    }
+    assert_eq!(statuses, [202, 200, 200], "{}", serve.log());
+    until(
+        Duration::from_secs(60),
+        "the answer",
+        || !thread_answers(&fake).is_empty(),
+        &serve,
+    )
+    .await;
+    settled(&site, &serve).await;
+    let answers = thread_answers(&fake);
+    assert_eq!(answers.len(), 1, "{answers:#?}");
+    assert!(
+        answers[0].starts_with("Withdrawn. Right: the breakpoint"),
+        "{}",
+        answers[0]
+    );
+    assert!(answers[0].contains(&format!("reply-to={reply} outcome=withdrawn")));
+    let run = &fake.check_runs(REPO)[0];
+    assert_eq!(run["output"]["title"], "Round 1: 0 blocking, 0 advisory");
+    assert_eq!(run["conclusion"], "success");
+    assert_eq!(
+        fake.reviews(REPO, PR)
+            .iter()
+            .filter(|r| r["body"]
+                .as_str()
+                .is_some_and(|b| b.contains("<!-- reviewbot round=")))
+            .count(),
+        1,
+        "no round"
+    );
+
+    // The ruling is a learning of the repository.
+    let store = reviewbot::store::Store::connect(&site.db).await.unwrap();
+    let repo = reviewbot::github::model::RepoName::parse(REPO).unwrap();
+    // The answer's lens call is a lens run of the PR, of no round (it counts in budgets).
+    let calls = store
+        .lens_runs_for_pr(&repo, reviewbot::ids::PrNumber(PR))
+        .await
+        .unwrap();
+    assert_eq!(
+        calls.iter().map(|c| c.round).collect::<Vec<_>>(),
+        [Some(1), None],
+        "{calls:#?}"
+    );
+    let kept = store.learnings(&repo).await.unwrap();
+    assert_eq!(kept.len(), 1, "{kept:#?}");
+    assert_eq!(
+        (
+            kept[0].path.as_str(),
+            kept[0].title.as_str(),
+            kept[0].author.as_str()
+        ),
+        ("app/work.py", "Leftover breakpoint", "maintainer")
+    );
+    store.close().await;
+
+    // Replies by bots queue nothing, reviewbot's own included.
+    for (id, who) in [("t-3", "dependabot[bot]"), ("t-4", BOT)] {
+        let bot = fake.add_reply(REPO, PR, root, who, "noted");
+        let status = deliver(
+            &serve,
+            "pull_request_review_comment",
+            id,
+            &reply_payload(bot, root, who),
+            SECRET,
+        )
+        .await;
+        assert_eq!(status, 200, "{who}");
+    }
+
+    // The next PR touching the file: its lens is told of the ruling.
+    assert_eq!(
+        deliver(&serve, "pull_request", "t-5", &second_pr_payload(), SECRET).await,
+        202
+    );
+    reviews_reach(&fake, 8, 1, &serve).await;
+    settled(&site, &serve).await;
+    let last = talk_prompts(&site).pop().unwrap();
+    assert!(
+        last.contains("<untrusted label=\"maintainers' notes\">"),
+        "{last}"
+    );
+    assert!(last.contains("\"Leftover breakpoint\" was withdrawn after maintainer replied: Intended: it is behind the flag."), "{last}");
+    assert_eq!(thread_answers(&fake).len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dispute_is_answered_once_and_kept_on_sqlite() {
+    a_dispute_is_answered_once_and_kept(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dispute_is_answered_once_and_kept_on_postgres() {
+    let Some((db, server)) = postgres_db("talk").await else {
+        return;
+    };
+    a_dispute_is_answered_once_and_kept(Some(db.clone())).await;
+    drop_db(&server, &db).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_posted_just_before_a_crash_is_not_posted_again() {
+    let fake = world();
+    let site = Site::new("");
+    site.set_config(&format!(
+        "{}\n[serve]\nworkers = 1\nlease = \"2s\"\n",
+        talking_lens(&site)
+    ));
+    let mut serve = Serve::start(&site, &fake);
+    round_one(&fake, &site, &serve, "k-1").await;
+    let root = finding_comment(&fake);
+
+    // The answer lands on GitHub, and the process dies before the response comes back.
+    let replies = format!("/repos/{REPO}/pulls/{PR}/comments/{root}/replies");
+    fake.fail_next(("POST", replies.as_str()), Fault::ApplyThenHang, 1);
+    let reply = fake.add_reply(REPO, PR, root, "alice", "This is fine.");
+    let event = reply_payload(reply, root, "alice");
+    assert_eq!(
+        deliver(&serve, "pull_request_review_comment", "k-2", &event, SECRET).await,
+        202
+    );
+    until(
+        Duration::from_secs(60),
+        "the answer to land",
+        || !thread_answers(&fake).is_empty(),
+        &serve,
+    )
+    .await;
+    serve.signal_and_wait(nix::sys::signal::Signal::SIGKILL, Duration::from_secs(5));
+
+    // The restarted worker takes the job over: the answer is in the thread, nothing more.
+    let serve = Serve::start(&site, &fake);
+    settled(&site, &serve).await;
+    assert_eq!(thread_answers(&fake).len(), 1, "{}", serve.log());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_that_gives_up_completes_its_check_run_neutral_saying_why() {
+    let fake = world();
+    let labels = format!("/repos/{REPO}/issues/{PR}/labels");
+    fake.fail_next(("GET", labels.as_str()), Fault::status(404), 100);
+    let site = Site::new("[serve]\nmax_attempts = 2\nretry_after = \"1s\"\n");
+    let serve = Serve::start(&site, &fake);
+    let opened = payload("pull_request", "opened.payload.json", &sha("head"));
+    assert_eq!(
+        deliver(&serve, "pull_request", "g-1", &opened, SECRET).await,
+        202
+    );
+    settled(&site, &serve).await;
+    assert!(fake.reviews(REPO, PR).is_empty());
+    let runs = fake.check_runs(REPO);
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    assert_eq!(
+        (runs[0]["status"].as_str(), runs[0]["conclusion"].as_str()),
+        (Some("completed"), Some("neutral")),
+        "{}",
+        serve.log()
+    );
+    assert_eq!(runs[0]["output"]["title"], "Round not completed");
+    let summary = runs[0]["output"]["summary"].as_str().unwrap_or_default();
+    assert!(
+        summary.contains("gave up on this round after 2 attempts") && summary.contains("404"),
+        "{summary}"
+    );
 }

@@ -65,6 +65,8 @@ on_both!(
     rounds_and_lens_runs_are_recorded,
     the_days_cost_is_summed_per_installation_and_a_job_waits,
     a_closed_store_answers_with_errors,
+    reply_jobs_are_superseded_by_nothing_and_coalesce_with_nothing,
+    learnings_are_kept_once_per_reply_listed_and_forgotten,
 );
 
 async fn on_sqlite<F, Fut>(body: F)
@@ -853,4 +855,84 @@ async fn a_bad_url_is_a_clear_error_without_its_password() {
             assert!(error.contains("refused"), "says why: {error}");
         }
     }
+}
+
+/// A reply in a thread of PR 1, by comment `id`.
+fn reply_request(id: u64) -> ReviewRequest {
+    ReviewRequest {
+        head: None,
+        reason: Reason::Reply {
+            comment: id,
+            user: "alice".into(),
+        },
+        ..request(1, 'a', false)
+    }
+}
+
+async fn reply_jobs_are_superseded_by_nothing_and_coalesce_with_nothing(db: TestDb) {
+    let store = db.store;
+    let reply = enqueued(&enqueue(&store, &reply_request(10)).await);
+    // A second reply is a job of its own, and a command (no head either) does not join it.
+    let second = enqueued(&enqueue(&store, &reply_request(11)).await);
+    let command = ReviewRequest {
+        head: None,
+        reason: Reason::Command {
+            user: "alice".into(),
+        },
+        ..request(1, 'a', false)
+    };
+    let command = enqueued(&enqueue(&store, &command).await);
+    assert!(reply != second && second != command);
+    // A push supersedes the command's round, never a reply job.
+    let push = enqueue(&store, &request(1, 'b', false)).await;
+    let Accepted::Enqueued { superseded, .. } = push else {
+        panic!("{push:?}");
+    };
+    assert_eq!(superseded, vec![command]);
+    assert_eq!(state(&store, reply).await, JobState::Queued);
+    assert_eq!(state(&store, second).await, JobState::Queued);
+}
+
+async fn learnings_are_kept_once_per_reply_listed_and_forgotten(db: TestDb) {
+    use reviewbot::store::NewLearning;
+    let store = db.store;
+    let repo = RepoName::parse("octo/app").unwrap();
+    let learning = NewLearning {
+        repo: repo.clone(),
+        path: "src/a.rs".into(),
+        title: "Unchecked index".into(),
+        reply: "Intended.".into(),
+        author: "maintainer".into(),
+        fingerprint: "0123456789abcdef".into(),
+        source: 42,
+    };
+    assert!(store.add_learning(&learning).await.unwrap());
+    assert!(
+        !store.add_learning(&learning).await.unwrap(),
+        "the same reply again"
+    );
+    let other = RepoName::parse("octo/other").unwrap();
+    assert!(
+        store
+            .add_learning(&NewLearning {
+                repo: other.clone(),
+                ..learning.clone()
+            })
+            .await
+            .unwrap()
+    );
+    let kept = store.learnings(&repo).await.unwrap();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(
+        (kept[0].title.as_str(), kept[0].reply.as_str()),
+        ("Unchecked index", "Intended.")
+    );
+    assert!(store.forget_learning(kept[0].id).await.unwrap());
+    assert!(!store.forget_learning(kept[0].id).await.unwrap());
+    assert!(store.learnings(&repo).await.unwrap().is_empty());
+    assert_eq!(
+        store.learnings(&other).await.unwrap().len(),
+        1,
+        "per repository"
+    );
 }

@@ -56,6 +56,14 @@ fn decisions_over_the_real_payloads() {
             "pull_request_review",
             "pull_request_review/submitted.payload.json",
         ),
+        (
+            "pull_request_review_comment",
+            "pull_request_review_comment/created.payload.json",
+        ),
+        (
+            "pull_request_review_comment",
+            "pull_request_review_comment/edited.payload.json",
+        ),
     ];
     let lines: Vec<String> = files
         .iter()
@@ -199,4 +207,30 @@ fn an_empty_own_login_matches_no_one() {
         v["sender"]["login"] = "".into();
     });
     assert!(request_for(&parse("pull_request", &body), "").is_some());
+}
+
+/// GitHub's `created` review comment, made a reply by `login` (of `kind`) in thread 10.
+fn reply(login: &str, kind: &str) -> Vec<u8> {
+    edited("pull_request_review_comment/created.payload.json", |v| {
+        v["comment"]["in_reply_to_id"] = 10.into();
+        v["comment"]["user"]["login"] = login.into();
+        v["comment"]["user"]["type"] = kind.into();
+        v["sender"]["login"] = login.into();
+        v["sender"]["type"] = kind.into();
+    })
+}
+
+#[test]
+fn a_humans_reply_asks_for_answers_and_a_bots_never_does() {
+    let req = request_for(
+        &parse("pull_request_review_comment", &reply("alice", "User")),
+        OWN,
+    )
+    .unwrap();
+    assert!(matches!(req.reason, Reason::Reply { ref user, .. } if user == "alice"));
+    assert_eq!((req.head, req.reason.job_kind()), (None, "reply"));
+    for (login, kind) in [("dependabot[bot]", "Bot"), (OWN, "Bot"), ("x[bot]", "User")] {
+        let event = parse("pull_request_review_comment", &reply(login, kind));
+        assert_eq!(request_for(&event, OWN), None, "{login}");
+    }
 }

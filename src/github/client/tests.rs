@@ -11,8 +11,19 @@ use axum::http::{
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use http::header::HeaderMap;
+
+use super::error::unprocessable_errors;
+use super::transport::next_link;
 use super::*;
-use crate::github::model::NewComment;
+use crate::diff::Side;
+use crate::github::app::{AppCredentials, GithubApp};
+use crate::github::model::{NewComment, NewReview, RepoName};
+use crate::ids::{InstallationId, PrNumber};
 
 const TOKEN: &str = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
 const HEAD: &str = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
@@ -184,7 +195,7 @@ fn new_review() -> NewReview {
     NewReview {
         commit_id: HEAD.into(),
         body: "Round 1 <!-- reviewbot -->".into(),
-        event: "COMMENT".into(),
+        event: crate::github::model::ReviewEvent::Comment,
         comments: vec![NewComment {
             path: "src/lib.rs".into(),
             body: "range".into(),

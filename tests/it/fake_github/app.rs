@@ -78,6 +78,7 @@ pub(super) fn route(
     if !known {
         return None;
     }
+    let api = w.api.clone();
     let Some(app) = w.app.as_mut() else {
         return Some((404, error(404, "Not Found")));
     };
@@ -88,7 +89,7 @@ pub(super) fn route(
         return Some((401, error(401, message)));
     }
     Some(match segments {
-        ["app"] => (200, app_json(app)),
+        ["app"] => (200, app_json(&api, app)),
         [_, _, id, _] => match id.parse::<u64>() {
             Ok(id) if app.installations.contains(&id) => {
                 let minted = mint(app, id);
@@ -163,28 +164,10 @@ fn mint(app: &mut AppState, installation: u64) -> Minted {
     minted
 }
 
-fn app_json(app: &AppState) -> Value {
-    json!({
-        "id": app.id,
-        "client_id": app.client_id,
-        "slug": app.slug,
-        "node_id": format!("A_kwHOfake{}", app.id),
-        "name": app.slug,
-        "owner": {"login": "octo-org", "id": 1, "type": "Organization"},
-        "description": "",
-        "external_url": "https://example.com",
-        "html_url": format!("https://github.com/apps/{}", app.slug),
-        "created_at": "2026-01-01T00:00:00Z",
-        "updated_at": "2026-01-01T00:00:00Z",
-        "permissions": {
-            "pull_requests": "write",
-            "contents": "read",
-            "metadata": "read",
-            "issues": "write",
-        },
-        "events": ["pull_request", "issue_comment"],
-        "installations_count": app.installations.len(),
-    })
+fn app_json(api: &str, app: &AppState) -> Value {
+    let mut v = super::json::integration(api, app.id, &app.slug, &app.client_id);
+    v["installations_count"] = app.installations.len().into();
+    v
 }
 
 fn error(status: u16, message: &str) -> Value {

@@ -66,56 +66,171 @@ pub(super) fn user(api: &str, login: &str) -> Value {
     })
 }
 
-/// `GET /user` for a personal token: the user object plus profile fields.
+/// `GET /user` for a personal token: the user with its profile and private fields
+/// (`private-user`, what GitHub answers the account's own token).
 pub(super) fn authenticated_user(api: &str, login: &str) -> Value {
     let mut u = user(api, login);
-    u["name"] = login.into();
-    u["email"] = Value::Null;
-    u["created_at"] = "2019-05-15T15:19:25Z".into();
-    u["updated_at"] = "2019-05-15T15:19:25Z".into();
+    let profile = json!({
+        "name": login,
+        "company": null,
+        "blog": "",
+        "location": null,
+        "email": null,
+        "hireable": null,
+        "bio": null,
+        "twitter_username": null,
+        "public_repos": 2,
+        "public_gists": 0,
+        "followers": 0,
+        "following": 0,
+        "created_at": "2019-05-15T15:19:25Z",
+        "updated_at": "2019-05-15T15:19:25Z",
+        "private_gists": 0,
+        "total_private_repos": 0,
+        "owned_private_repos": 0,
+        "disk_usage": 0,
+        "collaborators": 0,
+        "two_factor_authentication": true,
+    });
+    for (k, v) in profile.as_object().expect("an object") {
+        u[k] = v.clone();
+    }
     u
 }
 
-/// A repository object (the fields octocrab requires and a few reviewbot may read).
-pub(super) fn repo(api: &str, r: &Repo) -> Value {
-    let full = format!("{}/{}", r.owner, r.name);
-    let url = format!("{api}/repos/{full}");
+/// An App (`integration`): the one of `GET /app`, and the one a check run names.
+pub(super) fn integration(api: &str, id: u64, slug: &str, client_id: &str) -> Value {
+    let mut owner = user(api, "octo-org");
+    owner["type"] = "Organization".into();
     json!({
-        "id": r.id,
-        "node_id": node_id("Repository", r.id),
-        "name": r.name,
-        "full_name": full,
-        "private": false,
-        "owner": user(api, &r.owner),
-        "html_url": format!("https://github.com/{full}"),
-        "description": null,
-        "fork": false,
-        "url": url,
-        "pulls_url": format!("{url}/pulls{{/number}}"),
-        "contents_url": format!("{url}/contents/{{+path}}"),
-        "compare_url": format!("{url}/compare/{{base}}...{{head}}"),
-        "default_branch": r.default_branch,
-        "visibility": "public",
-        "archived": false,
-        "disabled": false,
+        "id": id,
+        "client_id": client_id,
+        "slug": slug,
+        "node_id": node_id("Integration", id),
+        "name": slug,
+        "owner": owner,
+        "description": "",
+        "external_url": "https://example.com",
+        "html_url": format!("https://github.com/apps/{slug}"),
+        "created_at": "2026-01-01T00:00:00Z",
+        "updated_at": "2026-01-01T00:00:00Z",
+        "permissions": {
+            "pull_requests": "write",
+            "contents": "read",
+            "metadata": "read",
+            "issues": "write",
+        },
+        "events": ["pull_request", "issue_comment"],
     })
+}
+
+/// A repository object (`repository`, every field GitHub's description requires).
+pub(super) fn repo(api: &str, r: &Repo) -> Value {
+    repository(api, r.id, &r.owner, &r.name, &r.default_branch, false)
 }
 
 /// `r` as forked by `owner`: its own id, name and URLs, `fork: true`.
 fn fork_repo(api: &str, r: &Repo, owner: &str) -> Value {
-    let full = format!("{owner}/{}", r.name);
+    let id = user_id(&format!("fork:{owner}/{}", r.name));
+    repository(api, id, owner, &r.name, &r.default_branch, true)
+}
+
+fn repository(
+    api: &str,
+    id: u64,
+    owner: &str,
+    name: &str,
+    default_branch: &str,
+    fork: bool,
+) -> Value {
+    let full = format!("{owner}/{name}");
     let url = format!("{api}/repos/{full}");
-    let mut v = repo(api, r);
-    v["id"] = json!(user_id(&format!("fork:{full}")));
-    v["node_id"] = json!(node_id("Repository", user_id(&format!("fork:{full}"))));
-    v["full_name"] = json!(full);
-    v["owner"] = user(api, owner);
-    v["html_url"] = json!(format!("https://github.com/{full}"));
-    v["fork"] = json!(true);
-    v["url"] = json!(url);
-    v["pulls_url"] = json!(format!("{url}/pulls{{/number}}"));
-    v["contents_url"] = json!(format!("{url}/contents/{{+path}}"));
-    v["compare_url"] = json!(format!("{url}/compare/{{base}}...{{head}}"));
+    let html = format!("https://github.com/{full}");
+    let mut v = json!({
+        "id": id,
+        "node_id": node_id("Repository", id),
+        "name": name,
+        "full_name": full,
+        "private": false,
+        "owner": user(api, owner),
+        "html_url": html,
+        "description": null,
+        "fork": fork,
+        "url": url,
+        "default_branch": default_branch,
+        "visibility": "public",
+        "archived": false,
+        "disabled": false,
+        "git_url": format!("git://github.com/{full}.git"),
+        "ssh_url": format!("git@github.com:{full}.git"),
+        "clone_url": format!("{html}.git"),
+        "svn_url": html,
+        "mirror_url": null,
+        "homepage": null,
+        "language": null,
+        "license": null,
+        "forks": 0,
+        "forks_count": 0,
+        "stargazers_count": 0,
+        "watchers": 0,
+        "watchers_count": 0,
+        "size": 108,
+        "open_issues": 0,
+        "open_issues_count": 0,
+        "has_issues": true,
+        "has_projects": true,
+        "has_wiki": true,
+        "has_pages": false,
+        "has_downloads": true,
+        "pushed_at": "2019-05-15T15:20:33Z",
+        "created_at": "2019-05-15T15:19:25Z",
+        "updated_at": "2019-05-15T15:20:33Z",
+    });
+    // The URL templates, as GitHub spells them.
+    let templates = [
+        ("archive_url", "/{archive_format}{/ref}"),
+        ("assignees_url", "/assignees{/user}"),
+        ("blobs_url", "/git/blobs{/sha}"),
+        ("branches_url", "/branches{/branch}"),
+        ("collaborators_url", "/collaborators{/collaborator}"),
+        ("comments_url", "/comments{/number}"),
+        ("commits_url", "/commits{/sha}"),
+        ("compare_url", "/compare/{base}...{head}"),
+        ("contents_url", "/contents/{+path}"),
+        ("contributors_url", "/contributors"),
+        ("deployments_url", "/deployments"),
+        ("downloads_url", "/downloads"),
+        ("events_url", "/events"),
+        ("forks_url", "/forks"),
+        ("git_commits_url", "/git/commits{/sha}"),
+        ("git_refs_url", "/git/refs{/sha}"),
+        ("git_tags_url", "/git/tags{/sha}"),
+        ("hooks_url", "/hooks"),
+        ("issue_comment_url", "/issues/comments{/number}"),
+        ("issue_events_url", "/issues/events{/number}"),
+        ("issues_url", "/issues{/number}"),
+        ("keys_url", "/keys{/key_id}"),
+        ("labels_url", "/labels{/name}"),
+        ("languages_url", "/languages"),
+        ("merges_url", "/merges"),
+        ("milestones_url", "/milestones{/number}"),
+        (
+            "notifications_url",
+            "/notifications{?since,all,participating}",
+        ),
+        ("pulls_url", "/pulls{/number}"),
+        ("releases_url", "/releases{/id}"),
+        ("stargazers_url", "/stargazers"),
+        ("statuses_url", "/statuses/{sha}"),
+        ("subscribers_url", "/subscribers"),
+        ("subscription_url", "/subscription"),
+        ("tags_url", "/tags"),
+        ("teams_url", "/teams"),
+        ("trees_url", "/git/trees{/sha}"),
+    ];
+    for (key, tail) in templates {
+        v[key] = format!("{url}{tail}").into();
+    }
     v
 }
 
@@ -436,7 +551,7 @@ pub(super) fn compare(
                 "tree": {"sha": super::sha(&format!("tree:{sha}")), "url": format!("{api}/repos/{full}/git/trees/x")},
                 "url": format!("{api}/repos/{full}/git/commits/{sha}"),
                 "comment_count": 0,
-                "verification": {"verified": false, "reason": "unsigned", "signature": null, "payload": null},
+                "verification": {"verified": false, "reason": "unsigned", "signature": null, "payload": null, "verified_at": null},
             },
             "author": null,
             "committer": null,

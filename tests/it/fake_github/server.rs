@@ -16,7 +16,8 @@ use serde_json::Value;
 use super::archive;
 use super::checks;
 use super::hunks::{self, Side};
-use super::world::{Pr, Repo, World};
+use super::openapi;
+use super::world::{Pr, Repo, Violation, World};
 use super::{Fault, FileSpec, RequestRecord, TokenKind, json, lock};
 
 /// GitHub's primary limit for an installation, as the fake reports it.
@@ -31,7 +32,7 @@ const FILES_CAP: usize = 3000;
 
 const SECONDARY_LIMIT: &str =
     "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.";
-const NOT_ACCESSIBLE: &str = "Resource not accessible by integration";
+pub(super) const NOT_ACCESSIBLE: &str = "Resource not accessible by integration";
 
 type Shared = Arc<Mutex<World>>;
 
@@ -51,6 +52,8 @@ struct Ctx {
     token: Option<String>,
     /// Index of this request in the log.
     log_index: usize,
+    /// The operation of GitHub's REST description the request is for, when it is checked.
+    operation: Option<&'static openapi::Operation>,
 }
 
 impl Ctx {
@@ -88,7 +91,7 @@ async fn handle(State(world): State<Shared>, req: Request) -> Response {
         .unwrap_or_default();
     let path = parts.uri.path().to_owned();
     let raw_query = parts.uri.query().map(str::to_owned);
-    let query = raw_query
+    let query: Vec<(String, String)> = raw_query
         .as_deref()
         .unwrap_or("")
         .split('&')
@@ -109,6 +112,7 @@ async fn handle(State(world): State<Shared>, req: Request) -> Response {
         .map(|t| t.trim().to_owned());
     let method = parts.method.as_str().to_owned();
 
+    let operation = check_request(&world, &parts.headers, &method, &path, &query, &body);
     let (log_index, fault) = {
         let mut w = lock(&world);
         w.log.push(RequestRecord {
@@ -129,17 +133,18 @@ async fn handle(State(world): State<Shared>, req: Request) -> Response {
         body,
         token,
         log_index,
+        operation,
     };
 
     let mut primary_reset = None;
     let mut response = match fault {
-        None => dispatch(&world, &ctx),
+        None => served(&world, &ctx).await,
         Some(Fault::Delay(d)) => {
             tokio::time::sleep(d).await;
-            dispatch(&world, &ctx)
+            served(&world, &ctx).await
         }
         Some(Fault::ApplyThenFail(status)) => {
-            let _applied = dispatch(&world, &ctx);
+            let _applied = served(&world, &ctx).await;
             default_error(status)
         }
         Some(Fault::Raw {
@@ -152,10 +157,10 @@ async fn handle(State(world): State<Shared>, req: Request) -> Response {
             set_header(&mut r, "content-type", &content_type);
             r
         }
-        Some(Fault::Truncated) => truncate(dispatch(&world, &ctx)).await,
+        Some(Fault::Truncated) => truncate(served(&world, &ctx).await).await,
         Some(Fault::Hang) => std::future::pending::<Response>().await,
         Some(Fault::ApplyThenHang) => {
-            let _applied = dispatch(&world, &ctx);
+            let _applied = served(&world, &ctx).await;
             std::future::pending::<Response>().await
         }
         Some(Fault::Status(status, body)) => match body {
@@ -211,6 +216,86 @@ async fn handle(State(world): State<Shared>, req: Request) -> Response {
         &format!("FAKE:{log_index:08X}"),
     );
     response
+}
+
+/// Requests to the archive host are not REST API calls: codeload is another service, which
+/// GitHub's REST description does not cover. Nor is `POST /graphql`: GitHub's GraphQL API has its
+/// own schema. Everything else must be an operation of the description (see [`openapi`]),
+/// the App's JWT routes included (`GET /app` and `POST /app/installations/{id}/access_tokens`
+/// are in it); returns it, or records why not.
+fn check_request(
+    world: &Shared,
+    headers: &HeaderMap,
+    method: &str,
+    path: &str,
+    query: &[(String, String)],
+    body: &[u8],
+) -> Option<&'static openapi::Operation> {
+    let description = openapi::description()?;
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let to_codeload = host.is_some_and(|h| lock(world).codeload.ends_with(&format!("//{h}")));
+    if to_codeload || (method, path) == ("POST", "/graphql") {
+        return None;
+    }
+    let Some(op) = description.operation(method, path) else {
+        lock(world).violations.push(Violation::request(format!(
+            "{method} {path}: no such operation in GitHub's REST description"
+        )));
+        return None;
+    };
+    let problems = description.check_request(op, query, body);
+    let mut w = lock(world);
+    for p in problems {
+        w.violations
+            .push(Violation::request(format!("{} ({path}): {p}", op.name())));
+    }
+    Some(op)
+}
+
+/// The fake's own answer to a request, held to the description when it is a 2xx.
+async fn served(world: &Shared, ctx: &Ctx) -> Response {
+    let response = dispatch(world, ctx);
+    let status = response.status().as_u16();
+    let (Some(op), Some(description)) = (ctx.operation, openapi::description()) else {
+        return response;
+    };
+    if !(200..300).contains(&status) {
+        return response;
+    }
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/json"));
+    let (parts, body) = response.into_parts();
+    let bytes = to_bytes(body, 64 << 20).await.unwrap_or_default();
+    let value = if json {
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                let text = format!(
+                    "{} ({}): answer {status} is not JSON: {e}",
+                    op.name(),
+                    ctx.path
+                );
+                lock(world).violations.push(Violation::answer(text));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let problems = description.check_response(op, status, value.as_ref());
+    let mut w = lock(world);
+    for p in problems {
+        w.violations.push(Violation::answer(format!(
+            "{} ({}): {p}",
+            op.name(),
+            ctx.path
+        )));
+    }
+    drop(w);
+    Response::from_parts(parts, Body::from(bytes))
 }
 
 /// `response` with its full `content-length` but only half its body, then a dropped connection.
@@ -305,6 +390,20 @@ fn dispatch(world: &Shared, ctx: &Ctx) -> Response {
             create_review(&mut w, ctx, &kind, o, r, n)
         }
         ("GET", ["repos", o, r, "pulls", n, "comments"]) => list_review_comments(&w, ctx, o, r, n),
+        ("POST", ["repos", o, r, "pulls", n, "comments", id, "replies"]) => {
+            match (n.parse::<u64>(), id.parse::<u64>()) {
+                (Ok(n), Ok(id)) => {
+                    let (status, body) =
+                        super::threads::post_reply(&mut w, &kind, &key(o, r), n, id, &ctx.body);
+                    json_response(status, &body)
+                }
+                _ => not_found(),
+            }
+        }
+        ("POST", ["graphql"]) => {
+            let (status, body) = super::threads::graphql(&mut w, &ctx.body);
+            json_response(status, &body)
+        }
         ("GET", ["repos", o, r, "issues", n, "labels"]) => list_labels(&w, ctx, o, r, n),
         ("DELETE", ["repos", o, r, "issues", n, "labels", name]) => {
             remove_label(&mut w, &kind, o, r, n, name)

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use reqwest::header::{ACCEPT, AUTHORIZATION, LINK};
 use serde_json::{Value, json};
 
-use super::{FakeGithub, Fault, FileSpec, PrSpec, Route, TokenKind, sha};
+use super::{FakeGithub, Fault, FileSpec, PrSpec, Route, TokenKind, openapi, sha};
 
 const REPO: &str = "octo/hello";
 const PAT: &str = "ghp_alice";
@@ -581,6 +581,7 @@ async fn a_delay_fault_holds_the_reply() {
 #[tokio::test]
 async fn unknown_routes_are_404_and_recorded() {
     let fake = world();
+    fake.allow_unserved_routes();
     let resp = get(&fake, Some(PAT), "/repos/octo/hello/pulls/1/commits").await;
     assert_eq!(resp.status(), 404);
     assert_eq!(
@@ -724,4 +725,354 @@ async fn answers_deserialize_with_octocrab_models() {
     let _: Author = decode(&fake, "/user").await;
     let _: Content = decode(&fake, "/repos/octo/hello/contents/README.md?ref=main").await;
     let _: CommitComparison = decode(&fake, "/repos/octo/hello/compare/a...b").await;
+}
+
+/// `POST` (no `id`) or `PATCH` a check run of `REPO` with `token`; the status and the body.
+async fn write_check_run(
+    fake: &FakeGithub,
+    token: &str,
+    id: Option<u64>,
+    body: &Value,
+) -> (u16, Value) {
+    let url = format!("{}/repos/{REPO}/check-runs", fake.url());
+    let req = match id {
+        None => client().post(url),
+        Some(id) => client().patch(format!("{url}/{id}")),
+    };
+    let resp = req.bearer_auth(token).json(body).send().await.unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap())
+}
+
+/// `n` valid annotations on `src/lib.rs`.
+fn annotations(n: usize) -> Vec<Value> {
+    (1..=n)
+        .map(|line| {
+            json!({"path": "src/lib.rs", "start_line": line, "end_line": line,
+                   "annotation_level": "warning", "message": format!("line {line}")})
+        })
+        .collect()
+}
+
+fn output(annotations: Vec<Value>) -> Value {
+    json!({"title": "t", "summary": "s", "annotations": annotations})
+}
+
+/// The checks API's 422: `Invalid request.`, a blank line, `detail`; the endpoint's docs; no
+/// `errors` array.
+#[track_caller]
+fn assert_invalid(answer: &(u16, Value), endpoint: &str, detail: &str) {
+    let (status, body) = answer;
+    assert_eq!(*status, 422, "{body:#}");
+    assert_eq!(body["message"], format!("Invalid request.\n\n{detail}"));
+    assert_eq!(
+        body["documentation_url"],
+        format!("https://docs.github.com/rest/checks/runs#{endpoint}")
+    );
+    assert_eq!(body["status"], "422");
+    assert!(body.get("errors").is_none(), "{body:#}");
+}
+
+#[tokio::test]
+async fn check_runs_refuse_a_conclusion_beside_another_status_as_github_does() {
+    let fake = world();
+    // Sends what GitHub's description rejects (a bad conclusion, `completed` without one), to
+    // see the fake refuse it as GitHub does.
+    fake.allow_invalid_requests();
+    let head = sha("head");
+    let new = |status: &str, conclusion: Option<&str>| {
+        let mut run = json!({"name": "reviewbot", "head_sha": head, "status": status});
+        if let Some(c) = conclusion {
+            run["conclusion"] = c.into();
+        }
+        run
+    };
+    let refused = write_check_run(&fake, APP, None, &new("in_progress", Some("success"))).await;
+    assert_invalid(
+        &refused,
+        "create-a-check-run",
+        "Conclusion cannot be set when status is in_progress",
+    );
+    assert!(fake.check_runs(REPO).is_empty());
+
+    let (status, run) = write_check_run(&fake, APP, None, &new("in_progress", None)).await;
+    assert_eq!((status, run["status"].as_str()), (201, Some("in_progress")));
+    let id = run["id"].as_u64().unwrap();
+    let queued = json!({"status": "queued", "conclusion": "neutral"});
+    assert_invalid(
+        &write_check_run(&fake, APP, Some(id), &queued).await,
+        "update-a-check-run",
+        "Conclusion cannot be set when status is queued",
+    );
+    assert_invalid(
+        &write_check_run(&fake, APP, Some(id), &json!({"status": "completed"})).await,
+        "update-a-check-run",
+        "Conclusion must be set when status is completed",
+    );
+    assert_invalid(
+        &write_check_run(&fake, APP, Some(id), &json!({"conclusion": "fine"})).await,
+        "update-a-check-run",
+        "For 'properties/conclusion', \"fine\" is not one of [\"action_required\", \"cancelled\", \
+         \"failure\", \"neutral\", \"success\", \"skipped\", \"timed_out\"].",
+    );
+    let run = &fake.check_runs(REPO)[0];
+    assert_eq!(
+        (&run["status"], &run["conclusion"]),
+        (&json!("in_progress"), &Value::Null)
+    );
+
+    // A conclusion alone completes the run (GitHub's docs: it sets `status` to `completed`).
+    let (status, run) =
+        write_check_run(&fake, APP, Some(id), &json!({"conclusion": "neutral"})).await;
+    assert_eq!(status, 200, "{run:#}");
+    assert_eq!(
+        (&run["status"], &run["conclusion"]),
+        (&json!("completed"), &json!("neutral"))
+    );
+    assert_invalid(
+        &write_check_run(&fake, APP, Some(id), &json!({"status": "in_progress"})).await,
+        "update-a-check-run",
+        "A completed check run cannot go back to in_progress",
+    );
+    let answered: Vec<u16> = fake
+        .check_run_writes(REPO)
+        .iter()
+        .map(|w| w.answered)
+        .collect();
+    assert_eq!(answered, [422, 201, 422, 422, 422, 200, 422]);
+}
+
+#[tokio::test]
+async fn check_runs_take_at_most_50_annotations_a_request_and_add_them_up() {
+    let fake = world();
+    // Sends 51 annotations and incomplete ones, which GitHub's description rejects, to see the
+    // fake refuse them as GitHub does.
+    fake.allow_invalid_requests();
+    let new = json!({"name": "reviewbot", "head_sha": sha("head"), "status": "in_progress",
+                     "output": output(annotations(51))});
+    assert_invalid(
+        &write_check_run(&fake, APP, None, &new).await,
+        "create-a-check-run",
+        "No more than 50 items are allowed; 51 were supplied.",
+    );
+    assert!(fake.check_runs(REPO).is_empty());
+
+    let new = json!({"name": "reviewbot", "head_sha": sha("head"), "status": "in_progress"});
+    let (_, run) = write_check_run(&fake, APP, None, &new).await;
+    let id = run["id"].as_u64().unwrap();
+    let done = |n| json!({"status": "completed", "conclusion": "neutral", "output": output(annotations(n))});
+    assert_invalid(
+        &write_check_run(&fake, APP, Some(id), &done(51)).await,
+        "update-a-check-run",
+        "No more than 50 items are allowed; 51 were supplied.",
+    );
+    let run = &fake.check_runs(REPO)[0];
+    assert_eq!(
+        run["status"], "in_progress",
+        "a refused update changes nothing"
+    );
+    assert_eq!(run["annotations"].as_array().unwrap().len(), 0);
+
+    assert_eq!(
+        write_check_run(&fake, APP, Some(id), &done(50)).await.0,
+        200
+    );
+    let more = json!({"output": output(annotations(20))});
+    let (status, run) = write_check_run(&fake, APP, Some(id), &more).await;
+    assert_eq!(status, 200);
+    assert_eq!(run["output"]["annotations_count"], 70, "annotations add up");
+    assert_eq!(run["status"], "completed");
+
+    // Annotations missing keys: each one's keys, alphabetically, one line per annotation.
+    let bad = json!({"output": output(vec![
+        json!({"start_line": 1, "end_line": 1, "message": "m"}),
+        json!({"path": "a.rs", "start_line": 1, "end_line": 1, "annotation_level": "notice"}),
+    ])});
+    assert_invalid(
+        &write_check_run(&fake, APP, Some(id), &bad).await,
+        "update-a-check-run",
+        "\"annotation_level\", \"path\" weren't supplied.\n\"message\" wasn't supplied.",
+    );
+    let writes = fake.check_run_writes(REPO);
+    let shares: Vec<(&str, usize, u16)> = writes
+        .iter()
+        .map(|w| (w.method, w.annotations, w.answered))
+        .collect();
+    assert_eq!(
+        shares,
+        [
+            ("POST", 51, 422),
+            ("POST", 0, 201),
+            ("PATCH", 51, 422),
+            ("PATCH", 50, 200),
+            ("PATCH", 20, 200),
+            ("PATCH", 2, 422),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn only_an_app_token_with_checks_write_may_write_check_runs() {
+    let fake = world();
+    let new = json!({"name": "reviewbot", "head_sha": sha("head"), "status": "in_progress"});
+    for (token, message) in [
+        (PAT, "You must authenticate via a GitHub App."),
+        (READ_ONLY, "Resource not accessible by integration"),
+    ] {
+        let (status, body) = write_check_run(&fake, token, None, &new).await;
+        assert_eq!(status, 403);
+        assert_eq!(body["message"], message);
+        assert_eq!(
+            body["documentation_url"],
+            "https://docs.github.com/rest/checks/runs#create-a-check-run"
+        );
+    }
+    let (status, run) = write_check_run(&fake, APP, None, &new).await;
+    assert_eq!(status, 201);
+    // The Action's token without `checks: write` in the workflow's `permissions`.
+    fake.forbid_checks(true);
+    let id = run["id"].as_u64().unwrap();
+    let done = json!({"status": "completed", "conclusion": "success"});
+    let (status, body) = write_check_run(&fake, APP, Some(id), &done).await;
+    assert_eq!(status, 403);
+    assert_eq!(body["message"], "Resource not accessible by integration");
+    assert_eq!(fake.check_runs(REPO)[0]["status"], "in_progress");
+    // Reading them needs no write permission.
+    let list = get(
+        &fake,
+        Some(APP),
+        &format!("/repos/{REPO}/commits/{}/check-runs", sha("head")),
+    )
+    .await;
+    assert_eq!(list.status(), 200);
+}
+
+#[test]
+fn under_ci_the_fake_is_held_to_githubs_rest_description() {
+    if std::env::var_os("CI").is_none() {
+        return;
+    }
+    assert!(
+        std::env::var_os(openapi::ENV).is_some(),
+        "CI must set {} (.ci/run installs the description)",
+        openapi::ENV
+    );
+    let description = openapi::description().expect("the description loads");
+    let op = description.operation("GET", "/repos/octo/hello/pulls/1");
+    assert_eq!(
+        op.map(openapi::Operation::name).as_deref(),
+        Some("GET /repos/{owner}/{repo}/pulls/{pull_number}")
+    );
+}
+
+#[test]
+fn requests_are_matched_to_the_descriptions_operations_per_segment() {
+    let Some(description) = openapi::description() else {
+        return;
+    };
+    let name = |method: &str, path: &str| description.operation(method, path).map(|op| op.name());
+    // A literal segment beats a parameter.
+    assert_eq!(
+        name("GET", "/repos/octo/hello/pulls/comments").as_deref(),
+        Some("GET /repos/{owner}/{repo}/pulls/comments")
+    );
+    // Literal text between parameters.
+    let compare = name(
+        "GET",
+        &format!("/repos/octo/hello/compare/{}...{}", sha("a"), sha("b")),
+    );
+    assert!(compare.is_some_and(|n| n.starts_with("GET /repos/{owner}/{repo}/compare/")));
+    // A file path spans segments.
+    assert_eq!(
+        name("GET", "/repos/octo/hello/contents/.github/reviewbot.toml").as_deref(),
+        Some("GET /repos/{owner}/{repo}/contents/{path}")
+    );
+    assert_eq!(name("GET", "/repos/octo/hello/pulls/1/frobnicate"), None);
+    assert_eq!(name("PUT", "/user"), None);
+    // GraphQL has its own schema: no REST operation.
+    assert_eq!(name("POST", "/graphql"), None);
+}
+
+#[tokio::test]
+async fn requests_github_would_refuse_and_routes_the_fake_lacks_fail_the_test() {
+    if openapi::description().is_none() {
+        return;
+    }
+    let fake = world();
+    get(&fake, Some(PAT), "/repos/octo/hello/pulls/1?bogus=1").await;
+    get(
+        &fake,
+        Some(PAT),
+        "/repos/octo/hello/pulls/1/files?per_page=many",
+    )
+    .await;
+    post_review(&fake, PAT, &json!({"event": "SHRUG", "body": "x"})).await;
+    // Refused by the fake too (a conclusion beside `in_progress`), so the bad time is not echoed.
+    let run = json!({"name": "x", "head_sha": sha("head"), "status": "in_progress",
+                     "conclusion": "success", "started_at": "yesterday"});
+    write_check_run(&fake, APP, None, &run).await;
+    get(&fake, Some(PAT), "/repos/octo/hello/frobnicate").await;
+    // A route GitHub has and the fake does not serve.
+    get(&fake, Some(PAT), "/repos/octo/hello/pulls/1/commits").await;
+    let problems = fake.problems();
+    let has = |text: &str| problems.iter().any(|p| p.contains(text));
+    assert!(
+        has(
+            "GET /repos/{owner}/{repo}/pulls/{pull_number} (/repos/octo/hello/pulls/1): query parameter `bogus` is not declared"
+        ),
+        "{problems:#?}"
+    );
+    assert!(has("query parameter `per_page=many`"), "{problems:#?}");
+    assert!(
+        has(
+            "POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews (/repos/octo/hello/pulls/1/reviews): request body: at /event"
+        ),
+        "{problems:#?}"
+    );
+    assert!(
+        has("GET /repos/octo/hello/frobnicate: no such operation in GitHub's REST description"),
+        "{problems:#?}"
+    );
+    assert!(
+        has("GET /repos/octo/hello/pulls/1/commits: a route the fake does not serve"),
+        "{problems:#?}"
+    );
+    assert!(
+        has("request body: at /started_at: \"yesterday\" is not a \"date-time\""),
+        "{problems:#?}"
+    );
+    assert_eq!(problems.len(), 7, "{problems:#?}");
+    // Said explicitly, they pass.
+    fake.allow_invalid_requests().allow_unserved_routes();
+    assert_eq!(fake.problems(), Vec::<String>::new());
+}
+
+#[test]
+fn answers_are_held_to_the_declared_statuses_and_schemas() {
+    let Some(description) = openapi::description() else {
+        return;
+    };
+    let op = description.operation("GET", "/user").expect("GET /user");
+    let problems = description.check_response(op, 200, Some(&json!({"login": "alice", "id": 1})));
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("fits none of its alternatives")
+                && p.contains("\"avatar_url\" is a required property")),
+        "{problems:#?}"
+    );
+    let problems = description.check_response(op, 201, None);
+    assert!(
+        problems[0].starts_with("answered 201, which is not among its answers"),
+        "{problems:#?}"
+    );
+    let op = description
+        .operation("POST", "/app/installations/1/access_tokens")
+        .expect("create an installation token");
+    let token = json!({"token": 7, "expires_at": "2026-01-01T00:00:00Z"});
+    let problems = description.check_response(op, 201, Some(&token));
+    assert_eq!(
+        problems,
+        ["answer 201: at /token: 7 is not of type \"string\""]
+    );
 }

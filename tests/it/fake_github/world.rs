@@ -32,9 +32,43 @@ pub(super) struct World {
     pub codeload_authorized: usize,
     /// Every check run, of every repository (key `owner/name`, lower-case), oldest first.
     pub check_runs: Vec<super::checks::CheckRun>,
+    /// Every check-run write, refused or not, in arrival order.
+    pub check_run_writes: Vec<super::checks::CheckRunWrite>,
     /// Every check-run write answers 403 (a token without `checks: write`).
     pub checks_forbidden: bool,
+    /// Review threads resolved (by their first comment's id).
+    pub resolved_threads: std::collections::HashSet<u64>,
+    /// Where a request or an answer departed from GitHub's REST description.
+    pub violations: Vec<Violation>,
+    /// A test that sends requests GitHub's REST description does not allow, on purpose.
+    pub allow_invalid_requests: bool,
+    /// A test that calls routes the fake does not serve, on purpose.
+    pub allow_unserved: bool,
     next_id: u64,
+}
+
+/// One departure from GitHub's REST description.
+#[derive(Debug, Clone)]
+pub(super) struct Violation {
+    /// By the request (the client's doing), else by the fake's answer.
+    pub request: bool,
+    pub text: String,
+}
+
+impl Violation {
+    pub fn request(text: String) -> Violation {
+        Violation {
+            request: true,
+            text,
+        }
+    }
+
+    pub fn answer(text: String) -> Violation {
+        Violation {
+            request: false,
+            text,
+        }
+    }
 }
 
 /// One repository.
@@ -87,7 +121,12 @@ impl World {
             codeload_tokens: std::collections::HashSet::new(),
             codeload_authorized: 0,
             check_runs: Vec::new(),
+            check_run_writes: Vec::new(),
             checks_forbidden: false,
+            resolved_threads: std::collections::HashSet::new(),
+            violations: Vec::new(),
+            allow_invalid_requests: false,
+            allow_unserved: false,
             next_id: 1_000_000,
         }
     }

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The prompt tokens each round of a multi-push pull request sends one lens, replayed from a
+# local git history: round 1 reviews BASE..C1, round k what changed since C(k-1) within
+# BASE..Ck (examples/round_tokens.rs; tokens as the planner estimates them, schema sent once).
+# Usage: scripts/round-tokens.sh REPO BASE C1 [C2 ...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --quiet --release --example round_tokens
+target="${CARGO_TARGET_DIR:-target}"
+"$target/release/examples/round_tokens" "$@"

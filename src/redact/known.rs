@@ -1,0 +1,281 @@
+//! Values remembered as secrets, masked by value wherever they turn up.
+
+use std::sync::{Arc, RwLock, Weak};
+
+use super::contextual::{PEM_KEYWORD, PEM_WINDOW};
+use super::keywords::keyword_starts;
+use super::{AWS_PAIR_LINES, PRIVATE_KEY, SecretMatch, find_secrets, floor_boundary};
+
+/// Values detected as secrets elsewhere (in the diff under review, in the environment),
+/// masked wherever they appear: in a lens's echo, a log line, an error. Built whole and
+/// replaced when a value is added, so a search never waits for a writer.
+pub(super) struct Known {
+    values: Vec<(String, &'static str)>,
+    automaton: aho_corasick::AhoCorasick,
+}
+
+impl Known {
+    pub(super) fn find(&self, text: &str, found: &mut Vec<SecretMatch>) {
+        for m in self.automaton.find_iter(text) {
+            found.push(SecretMatch {
+                rule: self.values[m.pattern().as_usize()].1,
+                range: m.range(),
+            });
+        }
+    }
+}
+
+/// One set of remembered values that grows: a review's, or the process's.
+#[derive(Default)]
+struct Slot(RwLock<Option<Arc<Known>>>);
+
+impl Slot {
+    fn get(&self) -> Option<Arc<Known>> {
+        self.0.read().ok().and_then(|k| k.clone())
+    }
+
+    fn remember<'a>(&self, secrets: impl IntoIterator<Item = (&'static str, &'a str)>) {
+        let fresh: Vec<(String, &'static str)> = secrets
+            .into_iter()
+            .map(|(rule, v)| (v.trim().to_owned(), rule))
+            .filter(|(v, _)| v.len() >= MIN_KNOWN_LEN && !v.contains("REDACTED"))
+            .collect();
+        if fresh.is_empty() {
+            return;
+        }
+        let Ok(mut guard) = self.0.write() else {
+            return;
+        };
+        let mut values = guard.as_ref().map(|k| k.values.clone()).unwrap_or_default();
+        let before = values.len();
+        for (v, rule) in fresh {
+            if values.len() < MAX_KNOWN && !values.iter().any(|(have, _)| *have == v) {
+                values.push((v, rule));
+            }
+        }
+        if values.len() == before {
+            return;
+        }
+        // Longest first, so a value that contains another is masked whole.
+        values.sort_by_key(|v| std::cmp::Reverse(v.0.len()));
+        let automaton = aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+            .build(values.iter().map(|(v, _)| v.as_str()));
+        if let Ok(automaton) = automaton {
+            *guard = Some(Arc::new(Known { values, automaton }));
+        }
+    }
+}
+
+/// The process's own credentials ([`remember_for_process`]): kept for its whole life.
+static PROCESS: Slot = Slot(RwLock::new(None));
+
+/// Every review's values while the review lives. Weak: a review that ends forgets its own.
+static LIVE: RwLock<Vec<Weak<Slot>>> = RwLock::new(Vec::new());
+
+tokio::task_local! {
+    /// The review whose task this is ([`KnownSecrets::scope`]).
+    static CURRENT: KnownSecrets;
+}
+
+/// The most values remembered; a diff holding more secrets than this has bigger problems,
+/// and every rule still masks its own matches.
+const MAX_KNOWN: usize = 4096;
+/// Shorter values are not remembered: masking them everywhere would garble ordinary text.
+const MIN_KNOWN_LEN: usize = 12;
+
+/// The secret values remembered for one review: created per round, dropped with it. Under
+/// `serve` one process runs many reviews for many installations, and a set shared by all of
+/// them would grow for the life of the process (until [`MAX_KNOWN`], after which a new
+/// review's values were not remembered at all) and mask one installation's values in
+/// another's output.
+///
+/// What [`redact`](super::redact) masks by value: the process's credentials, and
+/// - in a task running in a review's [`scope`](KnownSecrets::scope), that review's values;
+/// - anywhere else (a lens's worker thread, a log line written outside the review's task),
+///   the values of every review still running: masking a value too many costs nothing,
+///   showing one costs a rotation.
+#[derive(Clone)]
+pub struct KnownSecrets(Arc<Slot>);
+
+impl Default for KnownSecrets {
+    fn default() -> Self {
+        KnownSecrets::new()
+    }
+}
+
+impl KnownSecrets {
+    /// An empty set for a review that starts.
+    pub fn new() -> KnownSecrets {
+        let slot = Arc::new(Slot::default());
+        if let Ok(mut live) = LIVE.write() {
+            live.retain(|w| w.strong_count() > 0);
+            live.push(Arc::downgrade(&slot));
+        }
+        KnownSecrets(slot)
+    }
+
+    /// Remembers secret values so that [`redact`](super::redact) masks them from now on
+    /// while this review lives, whatever rule found them (`generic-api-key` included) and
+    /// whatever text they later turn up in. Values shorter than 12 characters are ignored.
+    pub fn remember<'a>(&self, secrets: impl IntoIterator<Item = (&'static str, &'a str)>) {
+        self.0.remember(secrets);
+    }
+
+    /// Runs `f` as this review's: [`remember`] inside it adds to this set, and
+    /// [`redact`](super::redact) inside it masks this review's values and no other's.
+    pub async fn scope<F: Future>(&self, f: F) -> F::Output {
+        CURRENT.scope(self.clone(), f).await
+    }
+
+    /// Runs `f` in the review under way, or, outside any, as a review of its own whose
+    /// values are forgotten when `f` ends.
+    pub async fn scoped<F: Future>(f: F) -> F::Output {
+        match CURRENT.try_with(|_| ()) {
+            Ok(()) => f.await,
+            Err(_) => KnownSecrets::new().scope(f).await,
+        }
+    }
+}
+
+/// Remembers secret values for the review under way ([`KnownSecrets::remember`]). Outside
+/// any review's scope they are remembered for the process (a test, a one-off tool): a
+/// warning says so, since under `serve` that is the set that grows.
+pub fn remember<'a>(secrets: impl IntoIterator<Item = (&'static str, &'a str)>) {
+    match CURRENT.try_with(KnownSecrets::clone) {
+        Ok(review) => review.remember(secrets),
+        Err(_) => {
+            tracing::warn!("secret values remembered outside a review: kept for the process");
+            PROCESS.remember(secrets);
+        }
+    }
+}
+
+/// Remembers values for the life of the process, in every review's output: the credentials
+/// the process holds ([`crate::credentials`]).
+pub fn remember_for_process<'a>(secrets: impl IntoIterator<Item = (&'static str, &'a str)>) {
+    PROCESS.remember(secrets);
+}
+
+/// Adds the remembered values in `text` to `found`: see [`KnownSecrets`] for which.
+pub(super) fn find_known(text: &str, found: &mut Vec<SecretMatch>) {
+    if let Some(known) = PROCESS.get() {
+        known.find(text, found);
+    }
+    match CURRENT.try_with(|review| review.0.get()) {
+        Ok(known) => {
+            if let Some(known) = known {
+                known.find(text, found);
+            }
+        }
+        Err(_) => {
+            let Ok(live) = LIVE.read() else { return };
+            for known in live
+                .iter()
+                .filter_map(Weak::upgrade)
+                .filter_map(|s| s.get())
+            {
+                known.find(text, found);
+            }
+        }
+    }
+}
+
+/// Every secret value in a multi-line `text` (a file's diff), each line of a private-key block
+/// on its own: what [`remember`] needs so that each line is masked wherever it is shown alone.
+pub fn secret_values(text: &str) -> Vec<(&'static str, &str)> {
+    secret_values_at(text, &keyword_starts(text))
+}
+
+/// [`secret_values`], given the [`keyword_starts`] of `text` (found once, shared by callers).
+pub fn secret_values_at<'t>(text: &'t str, keywords: &[usize]) -> Vec<(&'static str, &'t str)> {
+    let found = keyword_regions(text, keywords)
+        .into_iter()
+        .flat_map(|region| {
+            let base = region.start;
+            find_secrets(&text[region])
+                .into_iter()
+                .map(move |m| SecretMatch {
+                    rule: m.rule,
+                    range: base + m.range.start..base + m.range.end,
+                })
+        });
+    secret_values_of(text, found)
+}
+
+/// The values of `found` in `text`, each line of a private-key block on its own.
+pub(super) fn secret_values_of(
+    text: &str,
+    found: impl IntoIterator<Item = SecretMatch>,
+) -> Vec<(&'static str, &str)> {
+    let mut out = Vec::new();
+    for m in found {
+        let value = &text[m.range.clone()];
+        if m.rule == PRIVATE_KEY {
+            for line in value.lines() {
+                let line = line.trim();
+                // One diff marker (`+`, `-`, ` `) may lead; the BEGIN/END lines are rules' own.
+                let line = if line.contains("-----") {
+                    line
+                } else {
+                    line.strip_prefix(['+', '-']).unwrap_or(line).trim()
+                };
+                if !line.contains("-----") && !line.is_empty() {
+                    out.push((m.rule, line));
+                }
+            }
+        } else {
+            out.push((m.rule, value));
+        }
+    }
+    out
+}
+
+/// The parts of a multi-line `text` that can hold a secret, in order and apart: each line with
+/// a keyword ([`keyword_starts`]; a line without one holds none), with the lines an AWS key
+/// pair may span around it and, after a private-key keyword, the window its END line is looked
+/// for in. Every part starts at a line's start and ends after a line break (or at the end), so
+/// a secret found in a part is the one found in the whole text: a file's diff is mostly lines
+/// without a keyword, and scanning only these parts is what keeps [`secret_values`] cheap.
+fn keyword_regions(text: &str, keywords: &[usize]) -> Vec<std::ops::Range<usize>> {
+    let mut regions: Vec<std::ops::Range<usize>> = Vec::new();
+    // The line of the last keyword, and its part: the next keyword is often on the same line
+    // (a minified file holds hundreds on one line of 100 KB), whose part is the same.
+    let mut last_line = 0..0;
+    let mut last_part = 0..0;
+    for &at in keywords {
+        if !last_line.contains(&at) {
+            // The start of the keyword's line, then of each of the AWS_PAIR_LINES lines before
+            // it; the end of its line, then of each of the AWS_PAIR_LINES lines after it.
+            let line_start = |i: usize| text[..i].rfind('\n').map_or(0, |n| n + 1);
+            let line_end = |i: usize| text[i..].find('\n').map_or(text.len(), |n| i + n + 1);
+            last_line = line_start(at)..line_end(at);
+            let mut start = last_line.start;
+            for _ in 0..AWS_PAIR_LINES {
+                if start == 0 {
+                    break;
+                }
+                start = line_start(start - 1);
+            }
+            let mut end = last_line.end;
+            for _ in 0..AWS_PAIR_LINES {
+                end = line_end(end);
+            }
+            last_part = start..end;
+        }
+        let (start, mut end) = (last_part.start, last_part.end);
+        if text[at..].starts_with(PEM_KEYWORD) {
+            let window = floor_boundary(text, at.saturating_add(PEM_WINDOW));
+            end = end.max(
+                text[window..]
+                    .find('\n')
+                    .map_or(text.len(), |i| window + i + 1),
+            );
+        }
+        match regions.last_mut() {
+            Some(last) if start <= last.end => last.end = last.end.max(end),
+            _ => regions.push(start..end),
+        }
+    }
+    regions
+}

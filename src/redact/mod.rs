@@ -1,0 +1,332 @@
+//! Secret detection and masking: the one function every output goes through.
+//!
+//! [`redact`] masks every secret a rule matches with `[REDACTED <rule-id>]`. Every outbound
+//! channel (terminal, JSON, Markdown, SARIF, prompts, posted comments, logs) calls it, so it is
+//! cheap on clean text (one literal pre-filter pass, no allocation) and idempotent (it masks
+//! until nothing matches, and a mask never matches a rule).
+//!
+//! [`find_secrets`] is the detector behind the `builtin` lens. It uses the same rules plus:
+//! - per-rule Shannon-entropy thresholds and plausibility checks (placeholders such as
+//!   `ghp_xxxx…` or `xoxb-your-token-here` are not reported);
+//! - `generic-api-key` (keyword + assignment + a 10–150 character value with entropy ≥ 3.5,
+//!   at least one letter and one digit, and no template or placeholder look).
+//!
+//! Choices made here:
+//! - `generic-api-key` is **detection only**: `redact` runs on code shown to reviewers and on
+//!   their findings, and a generic rule would garble cache keys, hashes and identifiers there.
+//!   The builtin lens never shows a detected value, generic or not.
+//! - `redact` ignores entropy thresholds: masking a token-shaped placeholder costs nothing,
+//!   missing a real token costs a rotation. The `…EXAMPLE` AWS allowlist applies to both.
+//! - `gitleaks:allow` markers are ignored: the PR author controls them.
+//! - Boundaries survive ANSI colour codes (`\x1b[31m`) and JSON/string escapes (`\n`, `\t`)
+//!   on both sides of a token.
+//! - A multi-line private-key block keeps its line breaks (and a leading diff `+`/`-`/` `
+//!   marker) when masked, so a masked diff keeps its line numbers.
+//!
+//! The parts: the token rules (`rules`), the keyword index that decides which of them run on
+//! a text (`keywords`), the rules that look past one token (`contextual`), the generic rule
+//! (`generic`), the values remembered as secrets (`known`) and the log writer (`writer`). The
+//! scan that runs them and the masking are here.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+mod contextual;
+mod generic;
+mod keywords;
+mod known;
+mod rules;
+#[cfg(test)]
+pub(crate) mod tests;
+mod writer;
+
+use contextual::{named_aws_secrets, paired_aws_secrets, private_keys, url_passwords};
+use generic::{first_generic_candidate, generic_keys};
+use keywords::COMPILED;
+use known::find_known;
+use rules::compile;
+use rules::{RULES, is_word};
+
+pub use contextual::URL_PASSWORD_PATTERN;
+pub use generic::GENERIC_PATTERN;
+pub use keywords::{keyword_starts, prepare};
+pub use known::{KnownSecrets, remember, remember_for_process, secret_values, secret_values_at};
+pub use writer::{RedactingWriter, redacting_stderr};
+
+/// One secret found in a text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretMatch {
+    /// Rule id, e.g. `github-pat`.
+    pub rule: &'static str,
+    /// Byte range of the secret in the scanned text.
+    pub range: Range<usize>,
+}
+
+/// Masks every secret in `text`. Borrows when nothing matches.
+pub fn redact(text: &str) -> Cow<'_, str> {
+    let found = scan(text, Mode::Redact);
+    if found.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = mask(text, &found);
+    // Masking changes the context around a secret (a token that was glued to another one can
+    // become free-standing), so repeat until nothing matches: that makes `redact` idempotent.
+    for _ in 0..8 {
+        let again = scan(&out, Mode::Redact);
+        if again.is_empty() {
+            break;
+        }
+        out = mask(&out, &again);
+    }
+    Cow::Owned(out)
+}
+
+/// Every secret in `text`, in order, without overlaps (a specific rule wins over
+/// `generic-api-key`). See the module documentation for how this differs from [`redact`].
+pub fn find_secrets(text: &str) -> Vec<SecretMatch> {
+    scan(text, Mode::Detect)
+}
+
+/// A human name for a rule id (`github-pat` → `GitHub personal access token`).
+pub fn rule_name(rule: &str) -> Option<&'static str> {
+    match rule {
+        PRIVATE_KEY => return Some("private key"),
+        AWS_SECRET => return Some("AWS secret access key"),
+        URL_PASSWORD => return Some("password in a URL"),
+        _ => {}
+    }
+    RULES.iter().find(|r| r.id == rule).map(|r| r.name)
+}
+
+/// Rule id of the `generic-api-key` rule, whose matches are less certain than the others.
+pub const GENERIC: &str = "generic-api-key";
+pub(super) const PRIVATE_KEY: &str = "private-key";
+/// An AWS secret access key: named as one (`aws_secret_access_key = …`), or a 40-character
+/// key-shaped value within a few lines of an AWS access key ID (the pair is how they leak).
+pub(super) const AWS_SECRET: &str = "aws-secret-access-key";
+/// The password of a `scheme://user:password@host` URL.
+pub(super) const URL_PASSWORD: &str = "url-password";
+/// Lines either side of an AWS access key ID searched for its secret key.
+pub(super) const AWS_PAIR_LINES: usize = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Mode {
+    Redact,
+    Detect,
+}
+
+pub(super) fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
+    let c = &*COMPILED;
+    // Where the generic rule's search starts, if it can match at all.
+    let generic = match mode {
+        Mode::Detect => first_generic_candidate(text),
+        Mode::Redact => None,
+    };
+    let mut found = Vec::new();
+    if mode == Mode::Redact {
+        find_known(text, &mut found);
+    }
+    let present = c.present(text);
+    if generic.is_none() && !present.any() {
+        return resolve(found, mode);
+    }
+    let bytes = text.as_bytes();
+    for (i, (rule, re)) in RULES.iter().zip(&c.rules).enumerate() {
+        if present.rules & (1 << i) == 0 {
+            continue;
+        }
+        let re = re.get_or_init(|| compile(rule.pattern));
+        let mut at = 0;
+        while let Some(m) = re.find_at(text, at) {
+            let mut range = m.range();
+            if rule.id == "github-app-token" {
+                // A sentence ending right after a token is not part of it.
+                while range.end > range.start && bytes[range.end - 1] == b'.' {
+                    range.end -= 1;
+                }
+            }
+            let ok = (!rule.left || left_boundary(bytes, range.start))
+                && rule
+                    .right
+                    .is_none_or(|f| bytes.get(range.end).is_none_or(|&b| !f(b)));
+            if !ok {
+                // Try again one character later: a longer candidate may hide a valid one.
+                at = next_char(text, range.start);
+                continue;
+            }
+            at = range.end.max(next_char(text, range.start));
+            let token = &text[range.clone()];
+            if rule.allow.is_some_and(|f| f(token)) {
+                continue;
+            }
+            if mode == Mode::Detect
+                && (entropy(token) < rule.min_entropy || rule.plausible.is_some_and(|f| !f(token)))
+            {
+                continue;
+            }
+            found.push(SecretMatch {
+                rule: rule.id,
+                range,
+            });
+        }
+    }
+    if present.private_key {
+        private_keys(text, mode, &mut found);
+    }
+    if present.url {
+        url_passwords(text, mode, &mut found);
+    }
+    if present.aws_secret_name {
+        named_aws_secrets(text, &mut found);
+    }
+    if found.iter().any(|m| m.rule == "aws-access-token") {
+        paired_aws_secrets(text, mode, &mut found);
+    }
+    if let Some(from) = generic {
+        generic_keys(text, from, &mut found);
+    }
+    resolve(found, mode)
+}
+
+/// Sorts matches and removes overlaps. Redaction merges overlapping ranges so every byte of
+/// each is masked; detection keeps one match per place, preferring a specific rule.
+fn resolve(mut found: Vec<SecretMatch>, mode: Mode) -> Vec<SecretMatch> {
+    found.sort_by(|a, b| {
+        a.range
+            .start
+            .cmp(&b.range.start)
+            .then(b.range.end.cmp(&a.range.end))
+    });
+    let mut out: Vec<SecretMatch> = Vec::with_capacity(found.len());
+    for m in found {
+        match out.last_mut() {
+            Some(last) if m.range.start < last.range.end => match mode {
+                Mode::Redact => last.range.end = last.range.end.max(m.range.end),
+                Mode::Detect => {
+                    if last.rule == GENERIC && m.rule != GENERIC {
+                        *last = m;
+                    }
+                }
+            },
+            _ => out.push(m),
+        }
+    }
+    out
+}
+
+fn mask(text: &str, found: &[SecretMatch]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for m in found {
+        out.push_str(&text[at..m.range.start]);
+        out.push_str("[REDACTED ");
+        out.push_str(m.rule);
+        out.push(']');
+        // Keep line breaks so masked text keeps its line numbers; in a diff, keep each line's
+        // `+`/`-`/` ` marker (recognised by the first line carrying the same marker).
+        let secret = &text[m.range.clone()];
+        let line_start = text[..m.range.start].rfind('\n').map_or(0, |i| i + 1);
+        let marker = text.as_bytes()[line_start..m.range.start]
+            .first()
+            .copied()
+            .filter(|b| matches!(b, b'+' | b'-' | b' '));
+        let mut lines = secret.split('\n').peekable();
+        while let Some(line) = lines.next() {
+            let Some(next) = lines.peek() else { break };
+            if line.ends_with('\r') {
+                out.push('\r');
+            }
+            out.push('\n');
+            if let Some(mk) = marker
+                && next.as_bytes().first() == Some(&mk)
+            {
+                out.push(char::from(mk));
+            }
+        }
+        at = m.range.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// Whether a token starting at `start` is not glued to a preceding word. An ANSI colour code
+/// (`\x1b[31m`, also written `\u001b[…m`) or a string escape (`\n`, `\r`, `\t`) counts as a
+/// separator.
+fn left_boundary(bytes: &[u8], start: usize) -> bool {
+    let Some(&prev) = start.checked_sub(1).and_then(|i| bytes.get(i)) else {
+        return true;
+    };
+    if !is_word(prev) {
+        return true;
+    }
+    let before = &bytes[..start];
+    if matches!(prev, b'n' | b'r' | b't') && before.len() >= 2 && before[before.len() - 2] == b'\\'
+    {
+        return true;
+    }
+    if prev == b'm' {
+        let mut i = before.len() - 1;
+        while i > 0 && (before[i - 1].is_ascii_digit() || before[i - 1] == b';') {
+            i -= 1;
+        }
+        if i > 0 && before[i - 1] == b'[' {
+            let esc = &before[..i - 1];
+            return [
+                &b"\x1b"[..],
+                b"\\x1b",
+                b"\\x1B",
+                b"\\u001b",
+                b"\\u001B",
+                b"\\033",
+                b"\\e",
+            ]
+            .iter()
+            .any(|e| esc.ends_with(e));
+        }
+    }
+    false
+}
+
+pub(super) fn next_char(text: &str, i: usize) -> usize {
+    text[i..]
+        .chars()
+        .next()
+        .map_or(text.len(), |c| i + c.len_utf8())
+}
+
+pub(super) fn floor_boundary(text: &str, mut i: usize) -> usize {
+    if i >= text.len() {
+        return text.len();
+    }
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+pub(super) fn longest_digit_run(s: &str) -> usize {
+    s.split(|c: char| !c.is_ascii_digit())
+        .map(str::len)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Shannon entropy of `s` in bits per byte.
+pub fn entropy(s: &str) -> f64 {
+    if s.is_empty() {
+        return 0.0;
+    }
+    let mut counts = [0u32; 256];
+    for b in s.bytes() {
+        counts[usize::from(b)] += 1;
+    }
+    let n = s.len() as f64;
+    counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = f64::from(c) / n;
+            -p * p.log2()
+        })
+        .sum()
+}

@@ -1,0 +1,757 @@
+use super::contextual::{AWS_SECRET_RE, AWS_SHAPED_RE, PEM_BEGIN_RE, PEM_END_RE, URL_PASSWORD_RE};
+use super::generic::{GENERIC_RE, first_generic_candidate, generic_candidates, generic_values};
+use super::keywords::COMPILED;
+use super::known::secret_values_of;
+use super::rules::compile;
+use super::*;
+use proptest::prelude::*;
+
+pub(crate) const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+const URLSAFE: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
+const BASE32: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+const LETTERS: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+const DIGITS: &str = "0123456789";
+
+/// Deterministic pseudo-random text over `alphabet`, so no realistic token is written out
+/// in the source and every generated one has a realistic entropy.
+pub(crate) fn rand(alphabet: &str, n: usize, seed: u64) -> String {
+    let chars: Vec<char> = alphabet.chars().collect();
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            chars[(x % chars.len() as u64) as usize]
+        })
+        .collect()
+}
+
+/// A fake secret for each rule id, generated from `seed`.
+pub(crate) fn fake(rule: &str, seed: u64) -> String {
+    let r = |a, n, k: u64| rand(a, n, seed.wrapping_add(k));
+    match rule {
+        "github-pat" => format!("ghp_{}", r(ALNUM, 36, 1)),
+        "github-oauth" => format!("gho_{}", r(ALNUM, 36, 1)),
+        "github-app-token" => match seed % 3 {
+            0 => format!("ghu_{}", r(ALNUM, 36, 1)),
+            1 => format!("ghs_{}", r(ALNUM, 36, 1)),
+            // The stateless form: `ghs_<APPID>_<JWT>`.
+            _ => format!(
+                "ghs_{}_eyJ{}.eyJ{}.{}",
+                r(DIGITS, 7, 1),
+                r(URLSAFE, 40, 2),
+                r(URLSAFE, 300, 3),
+                r(URLSAFE, 170, 4)
+            ),
+        },
+        "github-refresh-token" => format!("ghr_{}", r(ALNUM, 36, 1)),
+        "github-fine-grained-pat" => {
+            format!("github_pat_{}_{}", r(ALNUM, 22, 1), r(ALNUM, 59, 2))
+        }
+        "aws-access-token" => format!("AKIA{}", r(BASE32, 16, 1)),
+        "slack-token" => format!(
+            "xoxb-{}-{}-{}",
+            r(DIGITS, 12, 1),
+            r(DIGITS, 13, 2),
+            r(ALNUM, 24, 3)
+        ),
+        "slack-webhook-url" => format!(
+            "https://hooks.slack.com/services/T{}/B{}/{}",
+            r(BASE32, 8, 1),
+            r(BASE32, 8, 2),
+            r(ALNUM, 24, 3)
+        ),
+        "gcp-api-key" => format!("AIza{}", r(URLSAFE, 35, 1)),
+        "openai-api-key" => match seed % 2 {
+            0 => format!("sk-proj-{}", r(URLSAFE, 120, 1)),
+            _ => format!("sk-{}T3BlbkFJ{}", r(ALNUM, 20, 1), r(ALNUM, 20, 2)),
+        },
+        "anthropic-api-key" => format!("sk-ant-api03-{}AA", r(URLSAFE, 93, 1)),
+        "jwt" => format!(
+            "eyJ{}.eyJ{}.{}",
+            r(URLSAFE, 30, 1),
+            r(URLSAFE, 60, 2),
+            r(URLSAFE, 43, 3)
+        ),
+        "private-key" => {
+            let body: Vec<String> = (0..4).map(|i| r(ALNUM, 64, i)).collect();
+            format!(
+                "-----BEGIN RSA PRIVATE KEY-----\n{}\n-----END RSA PRIVATE KEY-----",
+                body.join("\n")
+            )
+        }
+        "gitlab-pat" => format!("glpat-{}", r(URLSAFE, 20, 1)),
+        "npm-token" => format!("npm_{}", r(ALNUM, 36, 1)),
+        "huggingface-token" => format!("hf_{}", r(LETTERS, 34, 1)),
+        "pypi-token" => format!("pypi-AgEIcHlwaS5vcmc{}", r(URLSAFE, 70, 1)),
+        "stripe-key" => format!("sk_live_{}", r(ALNUM, 24, 1)),
+        "sendgrid-key" => format!("SG.{}.{}", r(URLSAFE, 22, 1), r(URLSAFE, 43, 2)),
+        other => panic!("no generator for {other}"),
+    }
+}
+
+pub(crate) fn all_rules() -> Vec<&'static str> {
+    let mut ids: Vec<&'static str> = RULES.iter().map(|r| r.id).collect();
+    ids.push(PRIVATE_KEY);
+    ids
+}
+
+#[test]
+fn every_rule_is_detected_and_masked() {
+    for rule in all_rules() {
+        for seed in 0..6 {
+            let secret = fake(rule, seed);
+            let text = format!("value = \"{secret}\";");
+            let found = find_secrets(&text);
+            assert_eq!(found.len(), 1, "{rule}: {found:?} in {text}");
+            assert_eq!(found[0].rule, rule);
+            assert_eq!(&text[found[0].range.clone()], secret, "{rule}");
+            let out = redact(&text);
+            assert!(!out.contains(&secret), "{rule}: {out}");
+            assert!(out.contains(&format!("[REDACTED {rule}]")), "{rule}: {out}");
+            assert!(
+                out.starts_with("value = \"[REDACTED") && out.ends_with("\";"),
+                "{out}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_pattern_compiles() {
+    // Rules compile lazily at run time; a bad pattern must fail here, not in a review.
+    for rule in RULES {
+        let _ = compile(rule.pattern);
+    }
+    let _ = &*COMPILED;
+    for re in [
+        &PEM_BEGIN_RE,
+        &PEM_END_RE,
+        &GENERIC_RE,
+        &AWS_SECRET_RE,
+        &AWS_SHAPED_RE,
+        &URL_PASSWORD_RE,
+    ] {
+        let _ = &**re;
+    }
+}
+
+#[test]
+fn every_rule_has_a_name() {
+    for rule in all_rules() {
+        assert!(rule_name(rule).is_some(), "{rule}");
+    }
+    assert_eq!(
+        rule_name("github-pat"),
+        Some("GitHub personal access token")
+    );
+    assert_eq!(rule_name(GENERIC), None);
+}
+
+#[test]
+fn clean_text_is_borrowed() {
+    let text = "fn main() { let key = config.api_key(); println!(\"{key}\"); } // ghp_ short";
+    assert!(matches!(redact(text), Cow::Borrowed(_)));
+    assert!(matches!(redact(""), Cow::Borrowed(_)));
+}
+
+#[test]
+fn aws_example_keys_are_not_secrets() {
+    let text = "aws_access_key_id = AKIAIOSFODNN7EXAMPLE";
+    assert!(find_secrets(text).is_empty());
+    assert!(matches!(redact(text), Cow::Borrowed(_)));
+}
+
+#[test]
+fn aws_key_glued_to_a_word_is_not_one() {
+    let key = fake("aws-access-token", 3);
+    assert!(find_secrets(&format!("X{key}")).is_empty());
+    assert!(find_secrets(&format!("{key}Z")).is_empty());
+    assert_eq!(find_secrets(&format!("id={key}")).len(), 1);
+}
+
+#[test]
+fn ansi_codes_and_json_escapes_are_separators() {
+    for rule in [
+        "github-pat",
+        "aws-access-token",
+        "jwt",
+        "anthropic-api-key",
+        "npm-token",
+    ] {
+        let s = fake(rule, 7);
+        for text in [
+            format!("\x1b[31m{s}\x1b[0m"),
+            format!("\\u001b[1;31m{s}\\u001b[0m"),
+            format!("{{\"log\":\"token:\\n{s}\\nnext line\"}}"),
+            format!("`{s}`"),
+            format!("'{s}'"),
+            format!("\\t{s}\\r\\n"),
+        ] {
+            let found = find_secrets(&text);
+            assert_eq!(found.len(), 1, "{rule} in {text:?}: {found:?}");
+            assert_eq!(&text[found[0].range.clone()], s);
+            let out = redact(&text);
+            assert!(!out.contains(&s), "{out:?}");
+            assert!(out.contains("next line") || !text.contains("next line"));
+        }
+    }
+}
+
+#[test]
+fn gitleaks_allow_is_ignored() {
+    let s = fake("github-pat", 1);
+    let text = format!("token = \"{s}\" # gitleaks:allow");
+    assert_eq!(find_secrets(&text).len(), 1);
+    assert!(!redact(&text).contains(&s));
+}
+
+#[test]
+fn placeholders_are_masked_but_not_reported() {
+    let text = format!("export GITHUB_TOKEN=ghp_{}", "x".repeat(36));
+    assert!(find_secrets(&text).is_empty());
+    assert_eq!(redact(&text), "export GITHUB_TOKEN=[REDACTED github-pat]");
+    assert!(find_secrets("SLACK_TOKEN=xoxb-your-bot-token-here").is_empty());
+}
+
+#[test]
+fn stateless_installation_token_is_masked_whole() {
+    let s = fake("github-app-token", 2);
+    assert!(s.len() > 500);
+    let text = format!("Authorization: token {s}.");
+    assert_eq!(
+        redact(&text),
+        "Authorization: token [REDACTED github-app-token]."
+    );
+}
+
+#[test]
+fn private_key_block_keeps_diff_lines() {
+    let key = fake("private-key", 4);
+    let diff: String = key.lines().map(|l| format!("+{l}\n")).collect();
+    let out = redact(&diff);
+    assert_eq!(out, "+[REDACTED private-key]\n+\n+\n+\n+\n+\n");
+    let crlf = key.replace('\n', "\r\n");
+    assert_eq!(redact(&crlf), "[REDACTED private-key]\r\n\r\n\r\n\r\n\r\n");
+}
+
+#[test]
+fn private_key_in_json_string() {
+    let key = fake("private-key", 5).replace('\n', "\\n");
+    let text = format!("{{\"private_key\": \"{key}\\n\", \"client_email\": \"a@b.c\"}}");
+    assert_eq!(
+        redact(&text),
+        "{\"private_key\": \"[REDACTED private-key]\\n\", \"client_email\": \"a@b.c\"}"
+    );
+}
+
+#[test]
+fn lone_begin_line() {
+    // A diff line is one line: the BEGIN line alone is reported.
+    let found = find_secrets("-----BEGIN OPENSSH PRIVATE KEY-----");
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].rule, "private-key");
+    assert_eq!(
+        find_secrets("  key: |\n    -----BEGIN EC PRIVATE KEY-----\n").len(),
+        1
+    );
+    // Code that names the header is not a key.
+    assert!(find_secrets("if pem.starts_with(\"-----BEGIN PRIVATE KEY-----\") {").is_empty());
+    assert!(find_secrets("HEADER = \"-----BEGIN PRIVATE KEY-----\\n\"").is_empty());
+    // Unterminated, with a body: masked with its body.
+    let body = rand(ALNUM, 64, 9);
+    let text = format!("-----BEGIN PRIVATE KEY-----\n{body}\n");
+    assert_eq!(find_secrets(&text).len(), 1);
+    assert_eq!(redact(&text), "[REDACTED private-key]\n\n");
+}
+
+#[test]
+fn generic_api_key() {
+    let value = format!("{}{}", rand(ALNUM, 20, 3), "7q");
+    for text in [
+        format!("API_KEY={value}"),
+        format!("\"client_secret\": \"{value}\","),
+        format!("db_password = '{value}'"),
+        format!("auth_token: {value}"),
+    ] {
+        let found = find_secrets(&text);
+        assert_eq!(found.len(), 1, "{text}");
+        assert_eq!(found[0].rule, GENERIC);
+        assert_eq!(&text[found[0].range.clone()], value);
+        // Detection only: redaction leaves it (see the module documentation).
+        assert!(matches!(redact(&text), Cow::Borrowed(_)));
+    }
+    for text in [
+        "API_KEY=${API_KEY}",
+        "api_key: \"{{ secrets.API_KEY }}\"",
+        "password = changeme",
+        "password = \"changeme123456\"",
+        "api_key = \"xxxxxxxxxxxxxxxxxxxx\"",
+        "api_key = \"your-api-key-here\"",
+        "api_key = \"<your-api-key>\"",
+        "token = settings.GITHUB_TOKEN",
+        "key_file = \"certs/server2.pem\"",
+        "let token = get_token(config);",
+        "if api_key == \"abc\" {",
+        "cache_key = user_profile_settings",
+        "API_KEY=$API_TOKEN_FROM_ENV2",
+    ] {
+        assert!(
+            find_secrets(text).is_empty(),
+            "{text}: {:?}",
+            find_secrets(text)
+        );
+    }
+}
+
+#[test]
+fn generic_candidates_sit_before_assignments() {
+    let at = generic_candidates;
+    assert_eq!(at("API_KEY = x123456789"), vec![0, 4]);
+    assert_eq!(at("  \"client_secret\": '1234567890'"), vec![10]);
+    assert_eq!(at("a: 1, token\t=> 2345678901"), vec![6]);
+    assert!(at("fn api() -> Token { key(); }").is_empty());
+    assert!(at("the key is: a").is_empty());
+    // The value the pattern needs is ten characters at least.
+    assert!(at("API_KEY = x12345678").is_empty());
+    assert!(at("token: str, key=None, api_key = '\u{212A}'").is_empty());
+    assert_eq!(at("key := \u{212A}\u{17F}34567890"), vec![0]);
+    // Case folding makes a Kelvin sign a `k` to the pattern: it is found all the same.
+    let value = format!("{}{}", rand(ALNUM, 20, 3), "7q");
+    let kelvin = format!("\u{212A}EY = '{value}'");
+    assert_eq!(at(&kelvin), vec![0, 3, 4]);
+    let found = find_secrets(&kelvin);
+    assert_eq!(found.len(), 1, "{kelvin}");
+    assert_eq!(&kelvin[found[0].range.clone()], value);
+}
+
+#[test]
+fn specific_rule_wins_over_generic() {
+    let s = fake("github-pat", 11);
+    let text = format!("GITHUB_TOKEN = \"{s}\"");
+    let found = find_secrets(&text);
+    assert_eq!(
+        found,
+        vec![SecretMatch {
+            rule: "github-pat",
+            range: 16..16 + s.len()
+        }]
+    );
+}
+
+#[test]
+fn idempotent_on_adjacent_secrets() {
+    let aws = fake("aws-access-token", 1);
+    let gh = fake("github-pat", 2);
+    let text = format!("{aws}{gh} {gh}{aws}");
+    let once = redact(&text).into_owned();
+    assert_eq!(redact(&once), once);
+    assert!(!once.contains(&aws) && !once.contains(&gh), "{once}");
+}
+
+#[test]
+fn named_aws_secret_access_key() {
+    let secret = format!(
+        "{}/{}+{}",
+        rand(ALNUM, 20, 1),
+        rand(ALNUM, 10, 2),
+        rand(ALNUM, 8, 3)
+    );
+    assert_eq!(secret.len(), 40);
+    for text in [
+        format!("AWS_SECRET_ACCESS_KEY = \"{secret}\""),
+        format!("aws_secret_access_key={secret}"),
+        format!("  awsSecretKey: '{secret}',"),
+    ] {
+        let found = find_secrets(&text);
+        assert_eq!(found.len(), 1, "{text}: {found:?}");
+        assert_eq!(found[0].rule, AWS_SECRET);
+        assert_eq!(&text[found[0].range.clone()], secret);
+        let out = redact(&text);
+        assert!(!out.contains(&secret), "{out}");
+        assert!(out.contains("[REDACTED aws-secret-access-key]"), "{out}");
+    }
+    // AWS's documented example key and a longer base64 run are not it.
+    let example = "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+    assert!(find_secrets(example).is_empty());
+    assert!(
+        find_secrets(&format!("aws_secret = {secret}AAAA"))
+            .iter()
+            .all(|m| m.rule != AWS_SECRET)
+    );
+}
+
+#[test]
+fn aws_secret_next_to_its_key_id_is_masked_on_its_own_line() {
+    let id = fake("aws-access-token", 5);
+    let secret = format!("{}9{}", rand(ALNUM, 20, 7), rand(ALNUM, 19, 8));
+    let text = format!("[default]\nkey = {id}\nvalue = {secret}\nregion = eu-west-1\n");
+    let out = redact(&text);
+    assert!(!out.contains(&secret) && !out.contains(&id), "{out}");
+    assert!(
+        out.contains("value = [REDACTED aws-secret-access-key]"),
+        "{out}"
+    );
+    assert!(out.contains("region = eu-west-1"));
+    // Far away (more than three lines) or without a key ID, a 40-character value is not.
+    let far = format!("key = {id}\n\n\n\n\nvalue = {secret}\n");
+    assert!(redact(&far).contains(&secret));
+    assert!(matches!(
+        redact(&format!("value = {secret}")),
+        Cow::Borrowed(_)
+    ));
+}
+
+#[test]
+fn password_in_a_url() {
+    let pw = rand(ALNUM, 16, 3);
+    let text = format!("DATABASE_URL=postgres://app:{pw}@db.internal:5432/app");
+    let found = find_secrets(&text);
+    assert!(
+        found
+            .iter()
+            .any(|m| m.rule == URL_PASSWORD && text[m.range.clone()] == pw),
+        "{found:?}"
+    );
+    assert_eq!(
+        redact(&text),
+        "DATABASE_URL=postgres://app:[REDACTED url-password]@db.internal:5432/app"
+    );
+    for text in [
+        "postgres://app:${DB_PASSWORD}@db/app",
+        "https://user:<password>@example.com",
+        "see https://example.com/a:b@c and git@github.com:o/r.git",
+    ] {
+        assert!(
+            find_secrets(text).iter().all(|m| m.rule != URL_PASSWORD),
+            "{text}"
+        );
+    }
+    assert!(find_secrets("redis://:password@host").is_empty());
+}
+
+#[test]
+fn remembered_values_are_masked_anywhere() {
+    let value = format!("{}Q7", rand(ALNUM, 30, 77));
+    let key = format!("API_KEY={value}");
+    // The generic rule only detects; a remembered value is masked wherever it turns up.
+    assert!(redact(&format!("echo {value}")).contains(&value));
+    remember(secret_values(&key));
+    assert_eq!(
+        redact(&format!("lens says: {value}!")),
+        "lens says: [REDACTED generic-api-key]!"
+    );
+    assert_eq!(
+        redact(&format!("error: {value}")),
+        "error: [REDACTED generic-api-key]"
+    );
+    // Too short to remember safely.
+    remember([(GENERIC, "abc123")]);
+    assert_eq!(redact("abc123"), "abc123");
+}
+
+#[tokio::test]
+async fn two_reviews_do_not_share_remembered_secrets() {
+    let (a_value, b_value) = (rand(ALNUM, 32, 301), rand(ALNUM, 32, 302));
+    let says = |v: &str| format!("lens says: {v}");
+    let masked = says("[REDACTED generic-api-key]");
+    let a = KnownSecrets::new();
+    let b = KnownSecrets::new();
+    a.scope(async { remember([(GENERIC, a_value.as_str())]) })
+        .await;
+    b.scope(async { remember([(GENERIC, b_value.as_str())]) })
+        .await;
+    // In a review's task: its own values, no other's.
+    a.scope(async {
+        assert_eq!(redact(&says(&a_value)), masked);
+        assert_eq!(redact(&says(&b_value)), says(&b_value));
+    })
+    .await;
+    b.scope(async {
+        assert_eq!(redact(&says(&b_value)), masked);
+        assert_eq!(redact(&says(&a_value)), says(&a_value));
+    })
+    .await;
+    // Outside every review's task (a worker thread, a log line): every live review's.
+    assert_eq!(redact(&says(&a_value)), masked);
+    assert_eq!(redact(&says(&b_value)), masked);
+    // A review that ended is forgotten; one under way in a review keeps using it.
+    drop(a);
+    assert_eq!(redact(&says(&a_value)), says(&a_value));
+    assert_eq!(redact(&says(&b_value)), masked);
+    b.scope(KnownSecrets::scoped(async {
+        remember([(GENERIC, "a-later-value-of-review-b")]);
+    }))
+    .await;
+    assert_eq!(
+        redact("a-later-value-of-review-b"),
+        "[REDACTED generic-api-key]"
+    );
+    drop(b);
+    assert_eq!(redact(&says(&b_value)), says(&b_value));
+    assert_eq!(
+        redact("a-later-value-of-review-b"),
+        "a-later-value-of-review-b"
+    );
+}
+
+#[test]
+fn private_key_body_lines_are_remembered_one_by_one() {
+    let key = fake("private-key", 21);
+    let diff: String = key.lines().map(|l| format!("+{l}\n")).collect();
+    let values = secret_values(&diff);
+    assert_eq!(values.len(), 4, "{values:?}");
+    remember(values);
+    for line in key.lines().filter(|l| !l.starts_with("-----")) {
+        assert_eq!(redact(line), "[REDACTED private-key]", "{line}");
+    }
+}
+
+#[test]
+fn log_writer_masks_secrets() {
+    use std::io::Write;
+    let s = fake("github-pat", 31);
+    let mut w = RedactingWriter(Vec::new());
+    w.write_all(format!("INFO lens finished error=\"token {s} refused\"\n").as_bytes())
+        .unwrap();
+    let out = String::from_utf8(w.0).unwrap();
+    assert_eq!(
+        out,
+        "INFO lens finished error=\"token [REDACTED github-pat] refused\"\n"
+    );
+}
+
+#[test]
+fn entropy_values() {
+    assert_eq!(entropy(""), 0.0);
+    assert_eq!(entropy("aaaa"), 0.0);
+    assert!((entropy("ab") - 1.0).abs() < 1e-9);
+    assert!((entropy("0123456789abcdef") - 4.0).abs() < 1e-9);
+}
+
+#[test]
+fn clean_text_is_fast() {
+    // A rough guard, far below the real budget: 4 MiB of code-like text.
+    let line = "    let value = compute(config.timeout, &items[index]); // keep it simple\n";
+    let text = line.repeat(4 * 1024 * 1024 / line.len());
+    let start = std::time::Instant::now();
+    assert!(matches!(redact(&text), Cow::Borrowed(_)));
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+fn separators() -> impl Strategy<Value = (&'static str, &'static str)> {
+    prop::sample::select(vec![
+        (" ", " "),
+        ("\"", "\""),
+        ("`", "`"),
+        ("'", "'"),
+        ("\\n", "\\n"),
+        ("\x1b[31m", "\x1b[0m"),
+        ("\n", "\n"),
+        ("=", ","),
+        ("(", ")"),
+    ])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn generated_secrets_never_survive(
+        rule in prop::sample::select(all_rules()),
+        seed in any::<u64>(),
+        pre in "[ -~\n]{0,40}",
+        post in "[ -~\n]{0,40}",
+        (l, r) in separators(),
+    ) {
+        let secret = fake(rule, seed);
+        let text = format!("{pre}{l}{secret}{r}{post}");
+        let out = redact(&text);
+        prop_assert!(!out.contains(&secret), "{} in {:?}", rule, out);
+        // Not even a prefix survives.
+        let head = &secret[..secret.len() / 2];
+        prop_assert!(!out.contains(head), "{} prefix in {:?}", rule, out);
+        prop_assert!(scan(&out, Mode::Redact).is_empty(), "{:?}", out);
+        prop_assert_eq!(redact(&out), out.clone());
+    }
+
+    #[test]
+    fn scanning_keyword_regions_finds_what_the_whole_text_holds(
+        secrets in prop::collection::vec(
+            (prop::sample::select(all_rules()), any::<u64>(), 0usize..40),
+            0..6,
+        ),
+        filler in prop::collection::vec("[ -~]{0,60}", 1..40),
+        paired in prop::option::of(any::<bool>()),
+    ) {
+        // A file's diff: lines of filler with secrets (some multi-line, some an AWS key
+        // ID with a key-shaped value two lines after or before it) dropped in at random
+        // lines.
+        let mut lines: Vec<String> = filler.iter().map(|l| format!("+{l}")).collect();
+        for (rule, seed, at) in &secrets {
+            let at = at % (lines.len() + 1);
+            lines.insert(at, format!("+x = \"{}\"", fake(rule, *seed)));
+            if let (Some(after), "aws-access-token") = (paired, *rule) {
+                let near = if after { (at + 3).min(lines.len()) } else { at.saturating_sub(2) };
+                lines.insert(near, format!("+ {}", rand(ALNUM, 40, *seed)));
+            }
+        }
+        let text = lines.join("\n");
+        let mut by_regions = secret_values(&text);
+        by_regions.sort();
+        let mut whole = secret_values_of(&text, find_secrets(&text));
+        whole.sort();
+        prop_assert_eq!(by_regions, whole);
+    }
+
+    #[test]
+    fn the_generic_match_is_the_patterns(
+        pieces in prop::collection::vec(prop::sample::select(vec![
+            "key", "KEY", "Api", "token", "SeCrEt", "passwd", "password", "Pwd", "cred",
+            "credentials", "creds", "auth", "access", "ke", "y", "_", ".", "-", "x", "9",
+            "\u{212A}", "\u{17F}", "é", "\"", "'", "`", " ", "\t", "=", "==", ":", ":=",
+            "=>", ";", ",", "\\n", "\\N", "\\x", "\n", "\u{A0}", "\u{2028}", "(", "<",
+            "abcdefghij0123", "Zx9Qw7Er5Ty3Ui1", "q8W", "aaaaaaaaaaaaaaaaaaa", "+/~!@#$%^&*",
+        ]), 0..48),
+        assignments in prop::collection::vec(
+            (
+                prop::sample::select(vec!["key", "Token", "\u{212A}ey", "pa\u{17F}\u{17F}word", "creds", "x"]),
+                "[a-z_\u{17F}]{0,25}",
+                prop::sample::select(vec!["=", ": ", " := ", "=>", "='", ":\"", "::", "= \t`", ":==", ":=="]),
+                prop::sample::select(vec![8usize, 9, 10, 11, 12, 150, 151]),
+                prop::sample::select(vec![ALNUM, "aB3\u{212A}\u{17F}=+/~!@#$%^&*-_.é "]),
+                any::<u64>(),
+                prop::sample::select(vec!["", "\n", "'", ";", "(", "\\n", "\\T", " x", "\u{3000}"]),
+            ),
+            0..4,
+        ),
+    ) {
+        let mut text = pieces.concat();
+        for (keyword, gap, op, len, alphabet, seed, end) in &assignments {
+            let value = format!("{}7q", rand(alphabet, len - 2, *seed));
+            text.push_str(&format!("{keyword}{gap}{op}{value}{end}"));
+        }
+        // What the pattern itself captures, match after match as the search used to run.
+        let mut by_regex = Vec::new();
+        let mut at = 0;
+        while let Some(caps) = GENERIC_RE.captures_at(&text, at) {
+            let (all, value) = (caps.get(0).unwrap(), caps.get(1).unwrap());
+            at = value.end().max(next_char(&text, all.start()));
+            by_regex.push(value.range());
+        }
+        let by_hand = first_generic_candidate(&text)
+            .map(|from| generic_values(&text, from))
+            .unwrap_or_default();
+        prop_assert_eq!(by_hand, by_regex, "{:?}", text);
+    }
+
+    #[test]
+    fn every_line_the_generic_pattern_matches_is_a_keyword_line(
+        pieces in prop::collection::vec(prop::sample::select(vec![
+            "key", "KEY", "Api", "token", "SeCrEt", "passwd", "password", "Pwd", "cred",
+            "credentials", "auth", "access", "ke", "y", "_", ".", "-", "x", "9", "\u{212A}",
+            "\u{17F}", "é", "\"", "'", "`", " ", "\t", "=", "==", ":", ":=", "=>", ";", ",",
+            "\\n", "\n", "(", "abcdefghij0123", "Zx9Qw7Er5Ty3Ui1", "q8W", "aaaaaaaaaaaaaaaaaaa",
+        ]), 0..40),
+        // And assignments built to sit at the pattern's bounds: the name 15 to 25
+        // characters past the keyword, the value 8 to 12 characters long or past 150.
+        assignments in prop::collection::vec(
+            (
+                prop::sample::select(vec!["key", "Token", "\u{212A}ey", "password", "creds"]),
+                "[a-z_\u{17F}]{15,25}",
+                prop::sample::select(vec!["=", ": ", " := ", "=>", "='", ":\"", "::", "= \t`", ":=="]),
+                prop::sample::select(vec![8usize, 9, 10, 11, 12, 150, 151]),
+                // Values of ASCII alone, or with the two letters case folding adds to the
+                // value class (each one character of several bytes) and its symbols.
+                prop::sample::select(vec![ALNUM, "aB3\u{212A}\u{17F}=+/~!@#$%^&*-_.é "]),
+                any::<u64>(),
+                prop::sample::select(vec!["", "\n", "'", ";", "(", "\\n", " x"]),
+            ),
+            0..4,
+        ),
+    ) {
+        let mut text = pieces.concat();
+        for (keyword, gap, op, len, alphabet, seed, end) in &assignments {
+            let value = format!("{}7q", rand(alphabet, len - 2, *seed));
+            text.push_str(&format!("{keyword}{gap}{op}{value}{end}"));
+        }
+        // Every match starts at a candidate, and its line is one `keyword_starts` points
+        // into.
+        let candidates = generic_candidates(&text);
+        for m in GENERIC_RE.find_iter(&text) {
+            prop_assert!(candidates.contains(&m.start()), "{:?} at {}", text, m.start());
+        }
+        let line_of = |at: usize| text[..at].matches('\n').count();
+        let lines: Vec<usize> = keyword_starts(&text).into_iter().map(line_of).collect();
+        for m in GENERIC_RE.find_iter(&text) {
+            prop_assert!(lines.contains(&line_of(m.start())), "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn keywords_found_piece_by_piece_are_the_whole_texts(
+        parts in prop::collection::vec(prop::sample::select(vec![
+            "key", "aws", "AMAZON", "secret", "Secret_Access_Key", "token", "api", "=", ":",
+            " = ", "'", "\"", "\n", "\n", "x", "abcdefghij0123", "Zx9Qw7Er5Ty3Ui1", "://",
+            "@", "/", " ", "\u{17F}", "\u{212A}", "é",
+        ]), 0..80),
+        secrets in prop::collection::vec(
+            (prop::sample::select(all_rules()), any::<u64>(), 0usize..80),
+            0..3,
+        ),
+        size in 1usize..64,
+    ) {
+        // What the secret pass does to share one large file over the cores.
+        let mut parts: Vec<String> = parts.into_iter().map(str::to_owned).collect();
+        for (rule, seed, at) in secrets {
+            let at = at % (parts.len() + 1);
+            parts.insert(at, fake(rule, seed));
+        }
+        let text = parts.concat();
+        let by_pieces: Vec<usize> = crate::par::line_pieces(&text, size)
+            .flat_map(|r| {
+                keyword_starts(&text[r.clone()]).into_iter().map(move |at| at + r.start)
+            })
+            .collect();
+        prop_assert_eq!(by_pieces, keyword_starts(&text), "{:?}", text);
+    }
+
+    #[test]
+    fn a_named_aws_secret_is_never_filtered_out(
+        pieces in prop::collection::vec(prop::sample::select(vec![
+            "aws", "AWS", "Amazon", "aw\u{17F}", "secret", "SECRET", "Secret", "_", "-", ".",
+            "x", "_access_key", " ", "=", ": ", "\"", "é", "\n",
+        ]), 0..24),
+        value in "[A-Za-z0-9/+]{40}",
+    ) {
+        let text = format!("{}{value}", pieces.concat());
+        if AWS_SECRET_RE.is_match(&text) {
+            prop_assert!(COMPILED.present(&text).aws_secret_name, "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn a_url_password_is_never_filtered_out(
+        pieces in prop::collection::vec(prop::sample::select(vec![
+            "://", "https", "a", "Z9", ":", "@", "/", " ", "\t", "\n", "é", "\u{a0}", "%40",
+            "x.y",
+        ]), 0..30),
+    ) {
+        let text = pieces.concat();
+        if URL_PASSWORD_RE.is_match(&text) {
+            prop_assert!(COMPILED.present(&text).url, "{:?}", text);
+            prop_assert!(!keyword_starts(&text).is_empty(), "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn redact_is_idempotent_on_any_text(text in "(\\PC|[A-Z2-7_-]|ghp_|AKIA|sk-ant-|eyJ|\\.){0,200}") {
+        let once = redact(&text).into_owned();
+        prop_assert_eq!(redact(&once).into_owned(), once);
+    }
+}

@@ -1,0 +1,139 @@
+//! Conversations on the fake: replies in a review comment's thread (REST) and the GraphQL
+//! endpoint, for exactly the two operations reviewbot sends — listing a PR's review threads
+//! (paged, 100 at a time) and `resolveReviewThread`. Anything else GraphQL is answered as
+//! GitHub answers a query it cannot run: 200 with `errors`.
+
+use serde_json::{Value, json};
+
+use super::TokenKind;
+use super::world::World;
+
+/// The node id of the thread whose first comment is `root`.
+pub(super) fn thread_id(root: u64) -> String {
+    format!("PRRT_kwDO{root}")
+}
+
+/// `POST /repos/{o}/{r}/pulls/{n}/comments/{id}/replies`.
+pub(super) fn post_reply(
+    w: &mut World,
+    kind: &TokenKind,
+    key: &str,
+    n: u64,
+    to: u64,
+    body: &[u8],
+) -> (u16, Value) {
+    let author = match kind {
+        TokenKind::User(login) | TokenKind::Installation(login) => login.clone(),
+        TokenKind::ReadOnly => {
+            return (403, super::json::error(403, super::server::NOT_ACCESSIBLE));
+        }
+    };
+    let Ok(req) = serde_json::from_slice::<Value>(body) else {
+        return (400, super::json::error(400, "Problems parsing JSON"));
+    };
+    let Some(text) = req["body"].as_str().filter(|b| !b.trim().is_empty()) else {
+        return (422, super::json::unprocessable("body is missing"));
+    };
+    match w.add_reply(key, n, to, &author, text) {
+        Ok(id) => {
+            let comment = w
+                .pr_mut(key, n)
+                .and_then(|pr| pr.comments.iter().find(|c| c["id"] == id).cloned())
+                .unwrap_or(Value::Null);
+            (201, comment)
+        }
+        Err(_) => (404, super::json::error(404, "Not Found")),
+    }
+}
+
+/// `POST /graphql`.
+pub(super) fn graphql(w: &mut World, body: &[u8]) -> (u16, Value) {
+    let Ok(req) = serde_json::from_slice::<Value>(body) else {
+        return (400, json!({ "message": "Problems parsing JSON" }));
+    };
+    let query = req["query"].as_str().unwrap_or_default();
+    let vars = &req["variables"];
+    if query.contains("resolveReviewThread") {
+        let id = vars["id"].as_str().unwrap_or_default();
+        let root = id
+            .strip_prefix("PRRT_kwDO")
+            .and_then(|r| r.parse::<u64>().ok())
+            .filter(|root| {
+                w.repos
+                    .values()
+                    .any(|r| r.prs.values().any(|p| is_root(p, *root)))
+            });
+        return match root {
+            Some(root) => {
+                w.resolved_threads.insert(root);
+                (
+                    200,
+                    json!({ "data": { "resolveReviewThread": { "thread": { "id": id, "isResolved": true } } } }),
+                )
+            }
+            None => errors(&format!(
+                "Could not resolve to a node with the global id of '{id}'"
+            )),
+        };
+    }
+    if query.contains("reviewThreads") {
+        let owner = vars["owner"].as_str().unwrap_or_default();
+        let name = vars["name"].as_str().unwrap_or_default();
+        let Some(number) = vars["number"].as_u64() else {
+            return errors("Variable $number of type Int! was provided invalid value");
+        };
+        let key = super::repo_key(&format!("{owner}/{name}"));
+        let Some(repo) = w.repos.get(&key) else {
+            return errors(&format!(
+                "Could not resolve to a Repository with the name '{owner}/{name}'."
+            ));
+        };
+        let Some(pr) = repo.prs.get(&number) else {
+            return (
+                200,
+                json!({ "data": { "repository": { "pullRequest": null } } }),
+            );
+        };
+        let roots: Vec<u64> = pr
+            .comments
+            .iter()
+            .filter(|c| c["in_reply_to_id"].is_null())
+            .filter_map(|c| c["id"].as_u64())
+            .collect();
+        let start: usize = vars["after"]
+            .as_str()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let page: Vec<Value> = roots
+            .iter()
+            .skip(start)
+            .take(100)
+            .map(|root| {
+                json!({
+                    "id": thread_id(*root),
+                    "isResolved": w.resolved_threads.contains(root),
+                    "comments": { "nodes": [{ "databaseId": root }] },
+                })
+            })
+            .collect();
+        let end = start + page.len();
+        return (
+            200,
+            json!({ "data": { "repository": { "pullRequest": { "reviewThreads": {
+                "pageInfo": { "hasNextPage": end < roots.len(), "endCursor": end.to_string() },
+                "nodes": page,
+            } } } } }),
+        );
+    }
+    errors("the fake GitHub does not serve this query")
+}
+
+fn is_root(pr: &super::world::Pr, root: u64) -> bool {
+    pr.comments
+        .iter()
+        .any(|c| c["id"] == root && c["in_reply_to_id"].is_null())
+}
+
+fn errors(message: &str) -> (u16, Value) {
+    (200, json!({ "errors": [{ "message": message }] }))
+}
