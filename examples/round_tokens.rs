@@ -9,10 +9,11 @@
 //! the diff alone: the user message (the prompt with the diff-only paragraph and the one-line
 //! footer that points at the response format) plus the `response_format` JSON schema, which
 //! OpenAI counts too. A lens with the snapshot also gets tool definitions and tool turns, which
-//! depend on the model and are not counted here. The last three columns split the exact count:
+//! depend on the model and are not counted here. The last four columns split the exact count:
 //! `fixed` (instructions, footer and schema: everything outside the diff block), `changed` (the
-//! diff's added and removed lines) and `context` (its unchanged lines); file and hunk headers
-//! are the rest of `exact`.
+//! diff's added and removed lines, without their line numbers), `context` (its unchanged lines,
+//! likewise) and `columns` (what the OLD and NEW line-number columns add to those lines); file
+//! and hunk headers are the rest of `exact`, give or take a token where pieces join.
 //!
 //! Usage:
 //! - `round_tokens [--dump DIR] REPO BASE C1 [C2 ...]`: the table; `--dump` also writes each
@@ -98,6 +99,7 @@ struct Count {
     fixed: usize,
     changed: usize,
     context: usize,
+    columns: usize,
 }
 
 impl Count {
@@ -108,6 +110,7 @@ impl Count {
         self.fixed += o.fixed;
         self.changed += o.changed;
         self.context += o.context;
+        self.columns += o.columns;
     }
 }
 
@@ -143,17 +146,21 @@ fn count_call(message: &str, schema: &str) -> Count {
         None => (message.to_owned(), ""),
     };
     c.fixed = exact(&outside) + exact(schema);
-    let (mut changed, mut context) = (String::new(), String::new());
+    // Each numbered line without its two columns, by kind; and all of them with the columns.
+    let (mut changed, mut context, mut numbered) = (String::new(), String::new(), String::new());
     for line in inside.lines() {
-        match mark(line) {
-            Some(b' ') => writeln!(context, "{line}"),
-            Some(_) => writeln!(changed, "{line}"),
-            None => Ok(()),
+        let Some(m) = mark(line) else { continue };
+        let text = &line[12..];
+        match m {
+            b' ' => writeln!(context, "{text}"),
+            _ => writeln!(changed, "{text}"),
         }
+        .and_then(|()| writeln!(numbered, "{line}"))
         .expect("writing to a String");
     }
     c.changed = exact(&changed);
     c.context = exact(&context);
+    c.columns = exact(&numbered).saturating_sub(exact(&changed) + exact(&context));
     c
 }
 
@@ -194,7 +201,7 @@ fn rounds(args: &[String], dump: Option<&Path>) -> Result<(), String> {
     if heads.is_empty() {
         return Err("name at least one head".into());
     }
-    println!("round\thead\tfiles\tcalls\testimate\texact\tfixed\tchanged\tcontext");
+    println!("round\thead\tfiles\tcalls\testimate\texact\tfixed\tchanged\tcontext\tcolumns");
     let mut all = Count::default();
     for (i, head) in heads.iter().enumerate() {
         let pr = diff(repo, base, head)?;
@@ -219,7 +226,7 @@ fn rounds(args: &[String], dump: Option<&Path>) -> Result<(), String> {
         all.add(&c);
         let short: String = head.chars().take(12).collect();
         println!(
-            "{}\t{short}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            "{}\t{short}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
             i + 1,
             scoped.files().len(),
             c.calls,
@@ -227,12 +234,13 @@ fn rounds(args: &[String], dump: Option<&Path>) -> Result<(), String> {
             c.exact,
             c.fixed,
             c.changed,
-            c.context
+            c.context,
+            c.columns
         );
     }
     println!(
-        "all\t\t\t{}\t{}\t{}\t{}\t{}\t{}",
-        all.calls, all.estimate, all.exact, all.fixed, all.changed, all.context
+        "all\t\t\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+        all.calls, all.estimate, all.exact, all.fixed, all.changed, all.context, all.columns
     );
     // What a lens with the snapshot would send on top, per request: its tool definitions, and
     // the paragraph on reading the repository instead of the diff-only one.
