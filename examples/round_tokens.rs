@@ -1,17 +1,39 @@
 //! The prompt tokens each round of a multi-push pull request sends one lens, replayed from a
 //! local git history (`scripts/round-tokens.sh` runs it): round 1 reviews `BASE..C1`, round k
 //! the part of `BASE..Ck` that changed since `Ck-1`, as `review --pr` does with GitHub's
-//! compare API. Tokens are the estimate the planner budgets with (`plan::estimate_tokens`), the
-//! schema left out as for a backend that takes it itself (the APIs, codex).
+//! compare API.
 //!
-//! Usage: `cargo run --release --example round_tokens -- REPO BASE C1 [C2 ...]`
+//! Two counts per round. `estimate` is what the planner budgets with (`plan::estimate_tokens`),
+//! the schema left out. `exact` is OpenAI's o200k count (the `bpe-openai` dev-dependency) of
+//! everything the `openai` lens sends in its first request of each call, for a lens that sees
+//! the diff alone: the user message (the prompt with the diff-only paragraph and the one-line
+//! footer that points at the response format) plus the `response_format` JSON schema, which
+//! OpenAI counts too. A lens with the snapshot also gets tool definitions and tool turns, which
+//! depend on the model and are not counted here. The last four columns split the exact count:
+//! `fixed` (instructions, footer and schema: everything outside the diff block), `changed` (the
+//! diff's added and removed lines, without their line numbers), `context` (its unchanged lines,
+//! likewise) and `columns` (what the OLD and NEW line-number columns add to those lines); file
+//! and hunk headers are the rest of `exact`, give or take a token where pieces join.
+//!
+//! Usage:
+//! - `round_tokens [--dump DIR] REPO BASE C1 [C2 ...]`: the table; `--dump` also writes each
+//!   call's message and schema to `DIR/round<k>/`.
+//! - `round_tokens --count DIR ...`: the exact count of every `.txt` file under each DIR
+//!   (recorded prompts: one file a message or schema), one line a DIR.
+//! - `round_tokens --tiktoken-table FILE`: writes the o200k ranks in tiktoken's file format, so
+//!   a Python tool that wants tiktoken's o200k tables can run without downloading them.
 
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+use base64::Engine;
 use reviewbot::config::ReviewConfig;
 use reviewbot::diff::{Diff, FileStatus};
 use reviewbot::github::model::{Comparison, PrFile};
 use reviewbot::ids::HeadSha;
+use reviewbot::lens::contract::response_schema;
+use reviewbot::lens::tools::{self, ToolLimits};
 use reviewbot::plan::{self, PlanOptions};
 use reviewbot::review::scope;
 
@@ -64,7 +86,86 @@ fn pr_files(d: &Diff) -> Vec<PrFile> {
         .collect()
 }
 
-fn tokens(d: &Diff) -> (usize, usize) {
+fn exact(text: &str) -> usize {
+    bpe_openai::o200k_base().count(text)
+}
+
+/// One round's counts, summed over its calls.
+#[derive(Default, Clone, Copy)]
+struct Count {
+    calls: usize,
+    estimate: usize,
+    exact: usize,
+    fixed: usize,
+    changed: usize,
+    context: usize,
+    columns: usize,
+}
+
+impl Count {
+    fn add(&mut self, o: &Count) {
+        self.calls += o.calls;
+        self.estimate += o.estimate;
+        self.exact += o.exact;
+        self.fixed += o.fixed;
+        self.changed += o.changed;
+        self.context += o.context;
+        self.columns += o.columns;
+    }
+}
+
+const DIFF_OPEN: &str = "<untrusted label=\"diff\">\n";
+const DIFF_CLOSE: &str = "</untrusted>\n";
+
+/// A numbered diff line's mark (`+`, `-` or ` ` after the two six-wide columns), or `None`
+/// for a file or hunk header.
+fn mark(line: &str) -> Option<u8> {
+    let b = line.as_bytes();
+    (b.len() > 12 && b[..12].iter().all(|c| *c == b' ' || c.is_ascii_digit()))
+        .then(|| b[12])
+        .filter(|m| matches!(m, b'+' | b'-' | b' '))
+}
+
+/// The exact count of one call's message and schema, split as the columns say.
+fn count_call(message: &str, schema: &str) -> Count {
+    let mut c = Count {
+        calls: 1,
+        exact: exact(message) + exact(schema),
+        ..Count::default()
+    };
+    let (outside, inside) = match message.find(DIFF_OPEN) {
+        Some(open) => {
+            let body = &message[open + DIFF_OPEN.len()..];
+            let close = body.rfind(DIFF_CLOSE).unwrap_or(body.len());
+            let rest = &body[close..];
+            (
+                format!("{}{DIFF_OPEN}{rest}", &message[..open]),
+                &body[..close],
+            )
+        }
+        None => (message.to_owned(), ""),
+    };
+    c.fixed = exact(&outside) + exact(schema);
+    // Each numbered line without its two columns, by kind; and all of them with the columns.
+    let (mut changed, mut context, mut numbered) = (String::new(), String::new(), String::new());
+    for line in inside.lines() {
+        let Some(m) = mark(line) else { continue };
+        let text = &line[12..];
+        match m {
+            b' ' => writeln!(context, "{text}"),
+            _ => writeln!(changed, "{text}"),
+        }
+        .and_then(|()| writeln!(numbered, "{line}"))
+        .expect("writing to a String");
+    }
+    c.changed = exact(&changed);
+    c.context = exact(&context);
+    c.columns = exact(&numbered).saturating_sub(exact(&changed) + exact(&context));
+    c
+}
+
+/// What the `openai` lens sends for each call of the plan of `d`; written to `dump` if given.
+fn tokens(d: &Diff, dump: Option<&Path>) -> Result<Count, String> {
     let review = ReviewConfig::default();
     let opts = PlanOptions {
         token_budget: review.token_budget,
@@ -73,23 +174,35 @@ fn tokens(d: &Diff) -> (usize, usize) {
         notes: &[],
     };
     let planned = plan::plan(d, None, &opts);
-    let total = planned
-        .chunks
-        .iter()
-        .map(|c| plan::estimate_tokens(&plan::schema_given(&c.prompt)))
-        .sum();
-    (planned.chunks.len(), total)
+    // As lens::api builds the first message of a structured call without tools, and as
+    // lens::openai puts the schema in `response_format`.
+    let schema = response_schema().to_string();
+    let mut total = Count::default();
+    for (n, c) in planned.chunks.iter().enumerate() {
+        let message = plan::schema_given(&plan::with_repository(&c.prompt, false));
+        let mut one = count_call(&message, &schema);
+        one.estimate = plan::estimate_tokens(&plan::schema_given(&c.prompt));
+        total.add(&one);
+        if let Some(dir) = dump {
+            let w = |name: String, text: &str| {
+                std::fs::write(dir.join(&name), text).map_err(|e| format!("{name}: {e}"))
+            };
+            w(format!("call{}-user.txt", n + 1), &message)?;
+            w(format!("call{}-response_format.txt", n + 1), &schema)?;
+        }
+    }
+    Ok(total)
 }
 
-fn run(args: &[String]) -> Result<(), String> {
+fn rounds(args: &[String], dump: Option<&Path>) -> Result<(), String> {
     let [repo, base, heads @ ..] = args else {
-        return Err("usage: round_tokens REPO BASE C1 [C2 ...]".into());
+        return Err("usage: round_tokens [--dump DIR] REPO BASE C1 [C2 ...]".into());
     };
     if heads.is_empty() {
         return Err("name at least one head".into());
     }
-    println!("round\thead\tfiles\tcalls\tprompt_tokens");
-    let mut all = 0;
+    println!("round\thead\tfiles\tcalls\testimate\texact\tfixed\tchanged\tcontext\tcolumns");
+    let mut all = Count::default();
     for (i, head) in heads.iter().enumerate() {
         let pr = diff(repo, base, head)?;
         let scoped = match i {
@@ -105,13 +218,100 @@ fn run(args: &[String]) -> Result<(), String> {
                 scope::interdiff(&pr, Ok::<_, ()>(&cmp), &last, i as u32).0
             }
         };
-        let (calls, t) = tokens(&scoped);
-        all += t;
+        let dir = dump.map(|d| d.join(format!("round{}", i + 1)));
+        if let Some(dir) = &dir {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        let c = tokens(&scoped, dir.as_deref())?;
+        all.add(&c);
         let short: String = head.chars().take(12).collect();
-        println!("{}\t{short}\t{}\t{calls}\t{t}", i + 1, scoped.files().len());
+        println!(
+            "{}\t{short}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            i + 1,
+            scoped.files().len(),
+            c.calls,
+            c.estimate,
+            c.exact,
+            c.fixed,
+            c.changed,
+            c.context,
+            c.columns
+        );
     }
-    println!("all\t\t\t\t{all}");
+    println!(
+        "all\t\t\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+        all.calls, all.estimate, all.exact, all.fixed, all.changed, all.context, all.columns
+    );
+    // What a lens with the snapshot would send on top, per request: its tool definitions, and
+    // the paragraph on reading the repository instead of the diff-only one.
+    let tools: usize = tools::definitions(&ToolLimits::default())
+        .iter()
+        .map(|d| exact(&d.openai_chat().to_string()))
+        .sum();
+    let paragraph = exact(&plan::with_repository("", true)) as isize
+        - exact(&plan::with_repository("", false)) as isize;
+    eprintln!(
+        "note: with the snapshot, each request also carries {tools} tokens of tool \
+         definitions and {paragraph:+} tokens of the paragraph on reading the repository, \
+         and every tool turn sends the conversation again (not counted above)"
+    );
     Ok(())
+}
+
+/// Every `.txt` file below `dir`, in name order.
+fn files_under(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            files_under(&p, out)?;
+        } else if p.extension().is_some_and(|e| e == "txt") {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// `DIR\tfiles\ttokens` for each DIR: the exact count of its `.txt` files, each counted alone
+/// (one file a message or schema).
+fn count(dirs: &[String]) -> Result<(), String> {
+    println!("dir\tfiles\ttokens");
+    for d in dirs {
+        let mut files = Vec::new();
+        if Path::new(d).exists() {
+            files_under(Path::new(d), &mut files)?;
+        }
+        let mut total = 0;
+        for f in &files {
+            let text = std::fs::read(f).map_err(|e| format!("{}: {e}", f.display()))?;
+            total += exact(&String::from_utf8_lossy(&text));
+        }
+        println!("{d}\t{}\t{total}", files.len());
+    }
+    Ok(())
+}
+
+/// The o200k ranks as tiktoken stores them: `base64(bytes) rank`, a line each, by rank.
+fn tiktoken_table(path: &str) -> Result<(), String> {
+    let bpe = &bpe_openai::o200k_base().bpe;
+    let mut out = String::new();
+    for id in 0..bpe.num_tokens() as u32 {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(bpe.token_bytes(id));
+        writeln!(out, "{b64} {id}").expect("writing to a String");
+    }
+    std::fs::write(path, out).map_err(|e| format!("{path}: {e}"))
+}
+
+fn run(args: &[String]) -> Result<(), String> {
+    match args {
+        [flag, dirs @ ..] if flag == "--count" => count(dirs),
+        [flag, path] if flag == "--tiktoken-table" => tiktoken_table(path),
+        [flag, dir, rest @ ..] if flag == "--dump" => rounds(rest, Some(Path::new(dir))),
+        _ => rounds(args, None),
+    }
 }
 
 fn main() -> ExitCode {

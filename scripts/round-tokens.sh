@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The prompt tokens each round of a multi-push pull request sends one lens, replayed from a
 # local git history: round 1 reviews BASE..C1, round k what changed since C(k-1) within
-# BASE..Ck (examples/round_tokens.rs; tokens as the planner estimates them, schema sent once).
+# BASE..Ck (examples/round_tokens.rs). Per round: the planner's estimate, and the exact o200k
+# count of what the openai lens sends (message and response_format schema), split into fixed
+# text, changed lines and context lines. scripts/pr-agent-tokens.sh runs it beside PR-Agent.
 # Usage: scripts/round-tokens.sh REPO BASE C1 [C2 ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
