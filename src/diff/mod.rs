@@ -320,75 +320,96 @@ pub fn utf8(bytes: &[u8]) -> Option<&str> {
 
 /// `bytes` decoded as `String::from_utf8_lossy` decodes them: each undecodable sequence
 /// becomes U+FFFD, so every line keeps its place and the rest of its bytes.
+///
+/// A block at a time: one without a bad byte, as most are even in a Latin-1 diff, is checked
+/// with SIMD and copied. One with a bad byte is walked once, its bytes copied with each bad
+/// sequence replaced, and the copy checked with SIMD (the standard library's chunked decode
+/// took about four times as long on legacy-encoded text, where bad bytes are a few apart).
 pub fn lossy_text(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() + bytes.len() / 16);
-    each_lossy_run(bytes, |valid, bad| {
-        out.push_str(utf8(valid).unwrap_or_default());
-        if bad {
-            out.push_str(REPLACEMENT);
+    let mut fixed = Vec::new();
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let (block, tail) = rest.split_at(block_end(rest));
+        match utf8(block) {
+            Some(text) => out.push_str(text),
+            None => {
+                fixed.clear();
+                replace_bad_sequences(block, &mut fixed);
+                // Always UTF-8: valid runs and U+FFFD; the property tests hold it to
+                // `from_utf8_lossy`.
+                out.push_str(utf8(&fixed).unwrap_or_default());
+            }
         }
-    });
+        rest = tail;
+    }
     out
 }
 
 const REPLACEMENT: &str = "\u{FFFD}";
 
-/// How much of the input [`each_lossy_run`] checks at a time. A block without a bad byte,
-/// as most are even in a Latin-1 diff, is checked with SIMD; one with a bad byte is walked
-/// from one bad sequence to the next. Longer than any UTF-8 sequence, so a block always ends
-/// past the start of the one it cuts.
+/// How much of the input [`lossy_text`] decodes at a time.
 const LOSSY_BLOCK: usize = 4096;
-const _: () = assert!(LOSSY_BLOCK > 4);
 
-/// Calls `f` with each run of valid UTF-8 in `bytes` and whether an undecodable sequence
-/// follows it (a run may be empty, and two may follow each other).
-fn each_lossy_run(bytes: &[u8], mut f: impl FnMut(&[u8], bool)) {
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        let block = &rest[..rest.len().min(LOSSY_BLOCK)];
-        let last = block.len() == rest.len();
-        let left = match utf8(block) {
-            Some(_) => {
-                f(block, false);
-                0
-            }
-            None => each_run_in_block(block, last, &mut f),
-        };
-        rest = &rest[block.len() - left..];
+/// Where the block at the start of `bytes` ends: [`LOSSY_BLOCK`] bytes in, moved back to
+/// before a byte that is not a continuation byte (`10xxxxxx`). No sequence, good or bad,
+/// spans such a cut: a character or an undecodable run is a first byte and its continuations.
+/// When four continuation bytes come before the cut, it stays: none of them can belong to a
+/// sequence that reaches past it (no sequence has more than three).
+fn block_end(bytes: &[u8]) -> usize {
+    if bytes.len() <= LOSSY_BLOCK {
+        return bytes.len();
     }
+    let continuation = |i: usize| bytes[i] & 0xC0 == 0x80;
+    (LOSSY_BLOCK - 3..=LOSSY_BLOCK)
+        .rev()
+        .find(|&i| !continuation(i))
+        .unwrap_or(LOSSY_BLOCK)
 }
 
-/// [`each_lossy_run`] within one `block` that holds a bad sequence, walked a character at a
-/// time (calling `from_utf8` from one bad sequence to the next cost more than the walk where
-/// they are dense, as in Latin-1 text). Returns how many bytes at its end are left for the
-/// next block: a sequence its end cut short, unless it is the `last` block, where that is one
-/// more bad sequence (as `from_utf8_lossy` has it).
-fn each_run_in_block(block: &[u8], last: bool, f: &mut impl FnMut(&[u8], bool)) -> usize {
+/// Appends `block` to `out` with each undecodable sequence replaced by U+FFFD. A sequence
+/// the block ends in the middle of is one more (blocks end only where no sequence is cut,
+/// so that is the end of the text, as `from_utf8_lossy` has it).
+fn replace_bad_sequences(block: &[u8], out: &mut Vec<u8>) {
+    // Each byte becomes at most the three of U+FFFD: no reallocation inside the walk.
+    out.reserve(block.len() * REPLACEMENT.len());
     let (mut run, mut i) = (0, 0);
-    while i < block.len() {
-        if block[i] < 0x80 {
-            i += 1;
+    while let Some(&b) = block.get(i) {
+        if b < 0x80 {
+            i = ascii_end(block, i + 1);
             continue;
         }
-        match sequence(&block[i..]) {
-            Sequence::Char(n) => i += n,
-            Sequence::Bad(n) => {
-                f(&block[run..i], true);
+        let bad = match sequence(&block[i..]) {
+            Sequence::Char(n) => {
                 i += n;
-                run = i;
+                continue;
             }
-            Sequence::Cut if last => {
-                f(&block[run..i], true);
-                return 0;
-            }
-            Sequence::Cut => {
-                f(&block[run..i], false);
-                return block.len() - i;
-            }
-        }
+            Sequence::Bad(n) => n,
+            Sequence::Cut => block.len() - i,
+        };
+        out.extend_from_slice(&block[run..i]);
+        out.extend_from_slice(REPLACEMENT.as_bytes());
+        i += bad;
+        run = i;
     }
-    f(&block[run..], false);
-    0
+    out.extend_from_slice(&block[run..]);
+}
+
+/// Past the ASCII bytes of `bytes` from `i`, eight at a time while they last (text that is
+/// not UTF-8 is still mostly ASCII), then one at a time.
+pub(crate) fn ascii_end(bytes: &[u8], mut i: usize) -> usize {
+    const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+    while let Some(word) = bytes
+        .get(i..i + 8)
+        .and_then(|w| <[u8; 8]>::try_from(w).ok())
+        && u64::from_le_bytes(word) & HIGH_BITS == 0
+    {
+        i += 8;
+    }
+    while bytes.get(i).is_some_and(u8::is_ascii) {
+        i += 1;
+    }
+    i
 }
 
 /// What starts at a byte that is not ASCII.

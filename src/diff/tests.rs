@@ -1386,6 +1386,28 @@ fn every_short_sequence_decodes_as_from_utf8_lossy() {
     }
 }
 
+/// A block's end moved back over continuation bytes: a first byte then up to five
+/// continuations (good sequences, over-long ones, lone continuations), placed at every
+/// offset around the end of the first block.
+#[test]
+fn continuations_at_a_block_end_decode_as_from_utf8_lossy() {
+    for first in [0xC3u8, 0xE2, 0xF0, 0xF4, 0xF5, 0x80, b'a'] {
+        for continuations in 0..=5 {
+            for back in 0..8 {
+                let mut bytes = vec![b'a'; super::LOSSY_BLOCK - back];
+                bytes.push(first);
+                bytes.extend(std::iter::repeat_n(0x90, continuations));
+                bytes.extend(b"tail");
+                assert_eq!(
+                    super::lossy_text(&bytes),
+                    String::from_utf8_lossy(&bytes),
+                    "first {first:#x}, {continuations} continuations, {back} back"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn lossy_text_is_from_utf8_lossy() {
     let cases: [&[u8]; 6] = [

@@ -400,7 +400,7 @@ fn scan_line(
         hit(Check::Conflict, marker.to_owned(), Vec::new());
     }
 
-    if ctx.unicode && !text.is_ascii() && unicode::may_hold_hidden(text) {
+    if ctx.unicode && !text.is_ascii() && unicode::holds_hidden(text) {
         let (bidi, tags, invisible) = unicode_hits(text, line == 1);
         for (check, chars) in [
             (Check::Bidi, bidi),
@@ -454,10 +454,13 @@ fn scan_line(
         }) {
             hit(Check::Breakpoint, String::new(), Vec::new());
         }
-        for module in ["pdb", "ipdb", "pudb"] {
-            let needle = format!("{module}.set_trace(");
+        for (module, needle) in [
+            ("pdb", "pdb.set_trace("),
+            ("ipdb", "ipdb.set_trace("),
+            ("pudb", "pudb.set_trace("),
+        ] {
             if memmem::find(b, needle.as_bytes()).is_some()
-                && find_call(text, &needle, ctx.lang, free)
+                && find_call(text, needle, ctx.lang, free)
             {
                 hit(Check::SetTrace(module), String::new(), Vec::new());
             }
