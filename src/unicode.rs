@@ -117,9 +117,10 @@ pub fn holds_hidden(text: &str) -> bool {
         if LEADS[usize::from(first)] {
             let second = b.get(i + 1).copied().unwrap_or(0);
             let pair = usize::from(first) << 8 | usize::from(second);
-            let replacement = b.get(i..i + 3) == Some("\u{FFFD}".as_bytes());
+            // U+FFFD (EF BF BD) shares its first two bytes with U+FFF9–U+FFFB.
+            let replacement = || first == 0xEF && second == 0xBF && b.get(i + 2) == Some(&0xBD);
             if PAIRS[pair >> 6] & 1 << (pair & 63) != 0
-                && !replacement
+                && !replacement()
                 && text
                     .get(i..)
                     .and_then(|t| t.chars().next())
