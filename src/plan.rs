@@ -754,13 +754,18 @@ mod tests {
     /// never under it by more than the margin. The totals, exact and estimated.
     fn estimate_holds(name: &str, diff: &Diff) -> (usize, usize) {
         let (mut exact_total, mut counted_total, mut lowest) = (0, 0, f64::MAX);
+        let mut lowest_path = String::new();
         for f in diff.files() {
             let text = numbered_file(diff, f).0;
             let exact = exact_tokens(&text);
             let counted = numbered_tokens(diff, f, &text, usize::MAX / 2);
             exact_total += exact;
             counted_total += counted;
-            lowest = lowest.min(counted as f64 / exact.max(1) as f64);
+            let ratio = counted as f64 / exact.max(1) as f64;
+            if ratio < lowest {
+                lowest = ratio;
+                lowest_path = f.path().to_owned();
+            }
             assert!(
                 counted * 100 >= exact * (100 - TOKEN_MARGIN_PERCENT),
                 "{name} {}: {counted} < {exact}",
@@ -769,7 +774,7 @@ mod tests {
         }
         println!(
             "{name}: {} files, exact {exact_total}, estimated {counted_total} ({:.3}x), \
-             lowest file {lowest:.3}x",
+             lowest file {lowest:.3}x ({lowest_path})",
             diff.files().len(),
             counted_total as f64 / exact_total.max(1) as f64
         );
