@@ -12,7 +12,7 @@
 //! depend on the model and are not counted here. The last four columns split the exact count:
 //! `fixed` (instructions, footer and schema: everything outside the diff block), `changed` (the
 //! diff's added and removed lines, without their line numbers), `context` (its unchanged lines,
-//! likewise) and `columns` (what the OLD and NEW line-number columns add to those lines); file
+//! likewise) and `numbers` (what the line numbers before those lines add to them); file
 //! and hunk headers are the rest of `exact`, give or take a token where pieces join.
 //!
 //! Usage:
@@ -99,7 +99,7 @@ struct Count {
     fixed: usize,
     changed: usize,
     context: usize,
-    columns: usize,
+    numbers: usize,
 }
 
 impl Count {
@@ -110,20 +110,23 @@ impl Count {
         self.fixed += o.fixed;
         self.changed += o.changed;
         self.context += o.context;
-        self.columns += o.columns;
+        self.numbers += o.numbers;
     }
 }
 
 const DIFF_OPEN: &str = "<untrusted label=\"diff\">\n";
 const DIFF_CLOSE: &str = "</untrusted>\n";
 
-/// A numbered diff line's mark (`+`, `-` or ` ` after the two six-wide columns), or `None`
-/// for a file or hunk header.
-fn mark(line: &str) -> Option<u8> {
+/// A numbered diff line's mark (`+`, `-` or ` ` after its line number) and where the line
+/// starts without its number (at the mark), or `None` for a file or hunk header or a note.
+fn mark(line: &str) -> Option<(u8, usize)> {
     let b = line.as_bytes();
-    (b.len() > 12 && b[..12].iter().all(|c| *c == b' ' || c.is_ascii_digit()))
-        .then(|| b[12])
+    let digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    (digits > 0)
+        .then(|| b.get(digits).copied())
+        .flatten()
         .filter(|m| matches!(m, b'+' | b'-' | b' '))
+        .map(|m| (m, digits))
 }
 
 /// The exact count of one call's message and schema, split as the columns say.
@@ -146,11 +149,14 @@ fn count_call(message: &str, schema: &str) -> Count {
         None => (message.to_owned(), ""),
     };
     c.fixed = exact(&outside) + exact(schema);
-    // Each numbered line without its two columns, by kind; and all of them with the columns.
+    // Each numbered line without its number (as the diff has it), by kind; and all of them
+    // with their numbers.
     let (mut changed, mut context, mut numbered) = (String::new(), String::new(), String::new());
     for line in inside.lines() {
-        let Some(m) = mark(line) else { continue };
-        let text = &line[12..];
+        let Some((m, start)) = mark(line) else {
+            continue;
+        };
+        let text = &line[start..];
         match m {
             b' ' => writeln!(context, "{text}"),
             _ => writeln!(changed, "{text}"),
@@ -160,7 +166,7 @@ fn count_call(message: &str, schema: &str) -> Count {
     }
     c.changed = exact(&changed);
     c.context = exact(&context);
-    c.columns = exact(&numbered).saturating_sub(exact(&changed) + exact(&context));
+    c.numbers = exact(&numbered).saturating_sub(exact(&changed) + exact(&context));
     c
 }
 
@@ -201,7 +207,7 @@ fn rounds(args: &[String], dump: Option<&Path>) -> Result<(), String> {
     if heads.is_empty() {
         return Err("name at least one head".into());
     }
-    println!("round\thead\tfiles\tcalls\testimate\texact\tfixed\tchanged\tcontext\tcolumns");
+    println!("round\thead\tfiles\tcalls\testimate\texact\tfixed\tchanged\tcontext\tnumbers");
     let mut all = Count::default();
     for (i, head) in heads.iter().enumerate() {
         let pr = diff(repo, base, head)?;
@@ -235,12 +241,12 @@ fn rounds(args: &[String], dump: Option<&Path>) -> Result<(), String> {
             c.fixed,
             c.changed,
             c.context,
-            c.columns
+            c.numbers
         );
     }
     println!(
         "all\t\t\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
-        all.calls, all.estimate, all.exact, all.fixed, all.changed, all.context, all.columns
+        all.calls, all.estimate, all.exact, all.fixed, all.changed, all.context, all.numbers
     );
     // What a lens with the snapshot would send on top, per request: its tool definitions, and
     // the paragraph on reading the repository instead of the diff-only one.

@@ -24,7 +24,7 @@ def main(out):
     for r in read_tsv(os.path.join(out, "pr-agent.tsv")):
         calls[(r["mode"], int(r["round"]))] = int(r["calls"])
 
-    head = ["round", "head", "reviewbot calls", "reviewbot exact", "(fixed/changed/context/columns)",
+    head = ["round", "head", "reviewbot calls", "reviewbot exact", "(fixed/changed/context/numbers)",
             "PR-Agent review -i calls", "PR-Agent review -i", "PR-Agent review calls",
             "PR-Agent review", "reviewbot / review -i"]
     rows = []
@@ -42,7 +42,7 @@ def main(out):
         tot["ic"] += ic
         tot["fc"] += fc
         rows.append([str(k), r["head"][:7], r["calls"], f"{exact:,}",
-                     "/".join(f"{int(r[k]):,}" for k in ("fixed", "changed", "context", "columns")),
+                     "/".join(f"{int(r[k]):,}" for k in ("fixed", "changed", "context", "numbers")),
                      str(ic), f"{inc:,}", str(fc), f"{full:,}", ratio(exact, inc)])
     rows.append(["all", "", str(tot["oc"]), f"{tot['ours']:,}", "", str(tot["ic"]),
                  f"{tot['inc']:,}", str(tot["fc"]), f"{tot['full']:,}",

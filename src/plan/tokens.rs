@@ -68,17 +68,19 @@ pub(super) fn estimate_up_to(text: &str, limit: usize) -> usize {
 
 /// The cost of a piece of ASCII bytes, as [`ascii_piece_end`] cut it.
 fn ascii_piece(piece: &[u8]) -> usize {
-    // The character the pattern takes along before letters (` foo`, `.bar`, `_baz`).
-    let body = match piece {
+    // The character the pattern takes along before letters (` foo`, `.bar`, `_baz`). Most
+    // merge into the word's token; a `+` (a diff's added line) almost never does: `+let` is
+    // two tokens.
+    let (body, prefix) = match piece {
         [first, second, ..] if !first.is_ascii_alphanumeric() && second.is_ascii_alphabetic() => {
-            &piece[1..]
+            (&piece[1..], if *first == b'+' { QUARTER } else { 0 })
         }
-        _ => piece,
+        _ => (piece, 0),
     };
     let n = body.len();
     match body[0] {
         b'0'..=b'9' => QUARTER,
-        c if c.is_ascii_alphabetic() => letters(body),
+        c if c.is_ascii_alphabetic() => prefix + letters(body),
         c if c.is_ascii_whitespace() => QUARTER * (1 + (n - 1) / SPACES_PER_TOKEN),
         _ => {
             let controls = body

@@ -107,6 +107,14 @@ fn quotes(line: &str, quote: &str) -> bool {
     line == quote || (quote.chars().count() >= MIN_PART_CHARS && line.contains(quote))
 }
 
+/// A quote copied with the line number and mark the prompt shows before each line (`12+text`,
+/// `12 text`, `9-text`, `plan::numbered_file`): the text after them, if that is anything.
+fn unnumbered(quote: &str) -> Option<&str> {
+    let digits = quote.bytes().take_while(u8::is_ascii_digit).count();
+    let rest = quote[digits..].strip_prefix(['+', '-', ' '])?.trim();
+    (digits > 0 && !rest.is_empty()).then_some(rest)
+}
+
 /// Anchors `raw` by its quote (RIGHT side only: the quote is of the file at the head).
 pub fn anchor(raw: &mut RawFinding, head: &HeadText<'_>) -> Anchored {
     let Some(quote) = raw
@@ -123,14 +131,17 @@ pub fn anchor(raw: &mut RawFinding, head: &HeadText<'_>) -> Anchored {
     let Some(file) = head.lines(&raw.path) else {
         return Anchored::Kept;
     };
+    // The quote as given, or else without a line number and mark copied from the prompt.
+    let bare = unnumbered(quote);
+    let quotes = |line: &str| quotes(line, quote) || bare.is_some_and(|b| quotes(line, b));
     let at = |n: u32| file.lines.iter().find(|(m, _)| *m == n).map(|(_, t)| t);
-    if at(raw.line).is_some_and(|t| quotes(t, quote)) {
+    if at(raw.line).is_some_and(|t| quotes(t)) {
         return Anchored::Kept;
     }
     let near: Vec<u32> = file
         .lines
         .iter()
-        .filter(|(n, t)| n.abs_diff(raw.line) <= WINDOW && quotes(t, quote))
+        .filter(|(n, t)| n.abs_diff(raw.line) <= WINDOW && quotes(t))
         .map(|(n, _)| *n)
         .collect();
     match near.as_slice() {
@@ -144,9 +155,7 @@ pub fn anchor(raw: &mut RawFinding, head: &HeadText<'_>) -> Anchored {
             raw.line = to;
             Anchored::Moved { from, to }
         }
-        [] if file.complete && !file.lines.iter().any(|(_, t)| quotes(t, quote)) => {
-            Anchored::Unfounded
-        }
+        [] if file.complete && !file.lines.iter().any(|(_, t)| quotes(t)) => Anchored::Unfounded,
         _ => Anchored::Kept,
     }
 }
@@ -274,6 +283,14 @@ mod tests {
         assert_eq!((r.start_line, r.line), (Some(24), 25));
         // Already right: kept.
         assert_eq!(anchor(&mut r, &head), Anchored::Kept);
+        // A quote copied with the number and mark the prompt shows before the line.
+        for quote in [
+            "25+    let total = price * qty;",
+            "25 let total = price * qty;",
+        ] {
+            let mut r = raw(23, Some(quote));
+            assert_eq!(anchor(&mut r, &head), Anchored::Moved { from: 23, to: 25 });
+        }
     }
 
     #[test]
