@@ -755,3 +755,42 @@ proptest! {
         prop_assert_eq!(redact(&once).into_owned(), once);
     }
 }
+
+/// A private key shown a line at a time: the body lines after a BEGIN line that ends its line
+/// are masked up to the END line; code that names the header opens no block.
+#[test]
+fn a_line_redactor_masks_a_key_body_given_line_by_line() {
+    let body = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQDHlIhe7GLCeSk8";
+    let mut r = super::LineRedactor::default();
+    let shown: Vec<String> = [
+        "-----BEGIN PRIVATE KEY-----",
+        body,
+        "",
+        body,
+        "-----END PRIVATE KEY-----",
+        body,
+    ]
+    .iter()
+    .map(|l| r.line(l).into_owned())
+    .collect();
+    assert_eq!(
+        shown,
+        [
+            "[REDACTED private-key]",
+            "[REDACTED private-key]",
+            "",
+            "[REDACTED private-key]",
+            "-----END PRIVATE KEY-----",
+            body,
+        ]
+    );
+    let mut r = super::LineRedactor::default();
+    r.line("if line.starts_with(\"-----BEGIN PRIVATE KEY-----\") {");
+    assert_eq!(r.line("    let x = y"), "    let x = y");
+    // A block that stops without its END line ends at the first line that is not key body.
+    let mut r = super::LineRedactor::default();
+    r.line("-----BEGIN RSA PRIVATE KEY-----");
+    assert_eq!(r.line(body), "[REDACTED private-key]");
+    assert_eq!(r.line("fn main() {}"), "fn main() {}");
+    assert_eq!(r.line(body), body);
+}

@@ -156,6 +156,42 @@ fn finding(line: u32, title: &str, body: &str) -> Value {
            "severity": "advisory", "confidence": "medium", "title": title, "body": body})
 }
 
+/// What a model lens is sent is masked too: every secret of the diff, the private key's body
+/// lines included (the prompt numbers and redacts a diff a line at a time).
+#[test]
+fn the_prompt_a_lens_reads_holds_no_secret() {
+    let leak = leaky();
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = dir.path().join("prompt.txt");
+    let script = dir.path().join("record.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncat >'{}'\necho '{{\"findings\":[]}}'\n",
+            prompt.display()
+        ),
+    )
+    .unwrap();
+    make_executable(&script);
+    let cfg = config(
+        dir.path(),
+        &format!(
+            "[[lens]]\nname = \"record\"\nbackend = \"command\"\nbin = \"{}\"\n",
+            script.display()
+        ),
+    );
+    let o = review(
+        dir.path(),
+        &leak.patch,
+        &["--config", &cfg, "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let sent = std::fs::read_to_string(&prompt).unwrap();
+    assert_no_secret("prompt", &sent, &leak.secrets);
+    assert_eq!(sent.matches("[REDACTED private-key]").count(), 4, "{sent}");
+    assert!(sent.contains("-----END RSA PRIVATE KEY-----"), "{sent}");
+}
+
 #[test]
 fn a_lens_echoing_secrets_and_commands_is_disarmed_capped_and_counted() {
     let leak = leaky();
