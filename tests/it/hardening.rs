@@ -156,8 +156,8 @@ fn finding(line: u32, title: &str, body: &str) -> Value {
            "severity": "advisory", "confidence": "medium", "title": title, "body": body})
 }
 
-/// What a model lens is sent is masked too: every secret of the diff, the private key's body
-/// lines included (the prompt numbers and redacts a diff a line at a time).
+/// The prompt a model reads is masked: every secret of the diff, the private key's body lines
+/// included (the prompt numbers and redacts a diff a line at a time).
 #[test]
 fn the_prompt_a_lens_reads_holds_no_secret() {
     let leak = leaky();
@@ -186,8 +186,11 @@ fn the_prompt_a_lens_reads_holds_no_secret() {
         &["--config", &cfg, "--format", "json"],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let sent = std::fs::read_to_string(&prompt).unwrap();
-    assert_no_secret("prompt", &sent, &leak.secrets);
+    // The request's `diff` is the raw diff, as the snapshot the command runs in holds the raw
+    // files: a command lens is the operator's own program. Its `prompt` is what a model reads.
+    let request: Value = serde_json::from_str(&std::fs::read_to_string(&prompt).unwrap()).unwrap();
+    let sent = request["prompt"].as_str().unwrap();
+    assert_no_secret("prompt", sent, &leak.secrets);
     assert_eq!(sent.matches("[REDACTED private-key]").count(), 4, "{sent}");
     assert!(sent.contains("-----END RSA PRIVATE KEY-----"), "{sent}");
 }
