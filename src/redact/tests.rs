@@ -478,7 +478,7 @@ async fn two_reviews_do_not_share_remembered_secrets() {
     assert_eq!(redact(&says(&b_value)), masked);
     // A review that ended is forgotten; one under way in a review keeps using it.
     drop(a);
-    assert_eq!(redact(&says(&a_value)), says(&a_value));
+    assert!(forgotten(&says(&a_value)));
     assert_eq!(redact(&says(&b_value)), masked);
     b.scope(KnownSecrets::scoped(async {
         remember([(GENERIC, "a-later-value-of-review-b")]);
@@ -489,11 +489,21 @@ async fn two_reviews_do_not_share_remembered_secrets() {
         "[REDACTED generic-api-key]"
     );
     drop(b);
-    assert_eq!(redact(&says(&b_value)), says(&b_value));
-    assert_eq!(
-        redact("a-later-value-of-review-b"),
-        "a-later-value-of-review-b"
-    );
+    assert!(forgotten(&says(&b_value)));
+    assert!(forgotten("a-later-value-of-review-b"));
+}
+
+/// Whether `text` comes out of [`redact`] unmasked within a second. A test on another thread
+/// redacting outside any review holds every live review's values for the instant it reads
+/// them, so a review just dropped is forgotten once such a read ends, not at the drop.
+fn forgotten(text: &str) -> bool {
+    (0..100).any(|_| {
+        let unmasked = redact(text) == text;
+        if !unmasked {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        unmasked
+    })
 }
 
 #[test]
