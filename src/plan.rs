@@ -16,7 +16,7 @@ use crate::config::PathRule;
 use crate::diff::{Diff, DiffLine, FileDiff, FileStatus, Hunk, LineKind};
 use crate::lens::PrInfo;
 use crate::lens::contract::response_schema;
-use crate::redact::{LineRedactor, redact};
+use crate::redact::redact;
 use crate::repo_rules::RuleFile;
 use crate::sanitize::{sanitize, sanitize_line};
 
@@ -570,8 +570,6 @@ fn numbered_file(diff: &Diff, file: &FileDiff) -> (String, Option<String>) {
         return (out, None);
     }
     let mut short = has_long_deletion(diff, file).then(|| out.clone());
-    // One per file: a private key's body lines follow its BEGIN line.
-    let mut redactor = LineRedactor::default();
     for hunk in &file.hunks {
         let at = out.len();
         let _ = writeln!(
@@ -592,7 +590,7 @@ fn numbered_file(diff: &Diff, file: &FileDiff) -> (String, Option<String>) {
                 LineKind::Context => ' ',
             };
             let at = out.len();
-            let redacted = redactor.line(line.text);
+            let redacted = redact(line.text);
             if let Some(n) = cited_number(&line) {
                 number(&mut out, n);
             }

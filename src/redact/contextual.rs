@@ -1,7 +1,6 @@
 //! The rules that look past one token: private-key blocks (several lines), AWS secret keys
 //! (named as one, or next to their key ID) and passwords in URLs.
 
-use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -213,44 +212,4 @@ fn rest_of_line_blank(bytes: &[u8], from: usize) -> bool {
         }
     }
     true
-}
-
-/// Redacts a file's lines one at a time, in order, as the prompt shows them: a private key's
-/// body sits on the lines after its BEGIN line, which no line alone tells apart from other
-/// base64. After a BEGIN line without its END, each line that looks like key body is masked
-/// whole, up to the END line or the first line that does not.
-#[derive(Debug, Default)]
-pub struct LineRedactor {
-    in_key: bool,
-}
-
-impl LineRedactor {
-    pub fn line<'t>(&mut self, text: &'t str) -> Cow<'t, str> {
-        if self.in_key {
-            if memchr::memmem::find(text.as_bytes(), PEM_KEYWORD.as_bytes()).is_some()
-                && PEM_END_RE.is_match(text)
-            {
-                self.in_key = false;
-                return super::redact(text);
-            }
-            if text.trim().is_empty() {
-                return Cow::Borrowed(text);
-            }
-            if key_body_end(text.as_bytes(), 0) == text.len() {
-                return Cow::Owned(format!("[REDACTED {PRIVATE_KEY}]"));
-            }
-            self.in_key = false;
-        }
-        let redacted = super::redact(text);
-        if memchr::memmem::find(text.as_bytes(), PEM_KEYWORD.as_bytes()).is_some() {
-            // Only a BEGIN line that ends the line opens a block: code that merely names the
-            // header (`starts_with("-----BEGIN …")`) has more after it.
-            let begin = PEM_BEGIN_RE.find_iter(text).last().map(|m| m.end());
-            let end = PEM_END_RE.find_iter(text).last().map(|m| m.end());
-            self.in_key = begin.is_some_and(|b| {
-                end.is_none_or(|e| e < b) && rest_of_line_blank(text.as_bytes(), b)
-            });
-        }
-        redacted
-    }
 }

@@ -47,7 +47,7 @@ use known::find_known;
 use rules::compile;
 use rules::{RULES, is_word};
 
-pub use contextual::{LineRedactor, URL_PASSWORD_PATTERN};
+pub use contextual::URL_PASSWORD_PATTERN;
 pub use generic::GENERIC_PATTERN;
 pub use keywords::{keyword_starts, prepare};
 pub use known::{KnownSecrets, remember, remember_for_process, secret_values, secret_values_at};

@@ -157,7 +157,8 @@ fn finding(line: u32, title: &str, body: &str) -> Value {
 }
 
 /// The prompt a model reads is masked: every secret of the diff, the private key's body lines
-/// included (the prompt numbers and redacts a diff a line at a time).
+/// included. The prompt redacts a diff a line at a time, where a body line alone looks like
+/// any base64: it is masked because the round remembered it from the whole diff first.
 #[test]
 fn the_prompt_a_lens_reads_holds_no_secret() {
     let leak = leaky();
