@@ -3,7 +3,6 @@
 //! 0 review done · 1 `--fail-on` threshold met · 2 usage, config or input error ·
 //! 3 runtime failure (every lens failed).
 
-use std::borrow::Cow;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -638,41 +637,70 @@ fn checkout_rules(dir: &Path, diff: &Diff) -> Vec<crate::repo_rules::RuleFile> {
 
 /// Reads and parses the diff; a missing file or text that is not a diff is a usage error.
 fn read_diff(path: &Path) -> Result<Diff, CliError> {
-    let (name, bytes) = if path == Path::new("-") {
+    let (name, mut buf, len) = if path == Path::new("-") {
         let mut buf = Vec::new();
         std::io::stdin().read_to_end(&mut buf).map_err(|e| {
             CliError::Usage(format!("cannot read the diff from standard input: {e}"))
         })?;
-        ("standard input".to_owned(), buf)
+        let len = buf.len();
+        ("standard input".to_owned(), buf, len)
     } else {
         let name = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| {
+        let (buf, len) = read_with_room(path).map_err(|e| {
             CliError::Usage(format!("cannot read diff file {name}: {}", io_reason(&e)))
         })?;
-        (name, bytes)
+        (name, buf, len)
     };
     crate::timing::mark("read");
+    let lossy = crate::diff::utf8(&buf[..len]).is_none();
+    // Diffs of Latin-1 or mixed files are still reviewable: undecodable bytes become U+FFFD.
+    let text = match lossy {
+        true => crate::diff::lossy_in_place(&mut buf, len),
+        false => 0..len,
+    };
     // Never given back: the process ends after its one review, and the diff borrows its text
     // from these bytes rather than a copy.
-    let bytes: &'static [u8] = bytes.leak();
-    let (text, lossy) = match crate::diff::utf8(bytes) {
-        Some(text) => (Cow::Borrowed(text), false),
-        // Diffs of Latin-1 or mixed files are still reviewable: undecodable bytes become U+FFFD.
-        None => (Cow::Owned(crate::diff::lossy_text(bytes)), true),
-    };
+    let bytes: &'static [u8] = &buf.leak()[text];
+    // Always UTF-8 by now: checked above, or decoded.
+    let text = crate::diff::utf8(bytes).unwrap_or_default();
     crate::timing::mark("decoded");
     if lossy {
         eprintln!("notice: {name} is not valid UTF-8; undecodable bytes are shown as \u{FFFD}");
     }
-    let parsed = match text {
-        Cow::Borrowed(text) => Diff::parse_static(text),
-        Cow::Owned(text) => Diff::parse(text),
-    };
+    let parsed = Diff::parse_static(text);
     crate::timing::mark("parsed");
     parsed.map_err(|e| match e.coloured {
         true => CliError::Usage(render::coloured_diff(&name)),
         false => CliError::Usage(format!("{name} is not a diff reviewbot can read: {e}")),
     })
+}
+
+/// A file's bytes, the first `len` of the buffer, with half as much again after them: room
+/// for [`crate::diff::lossy_in_place`]. The buffer is allocated zeroed, which the allocator
+/// gives as fresh pages it need not write, so the room costs nothing until a decode uses it.
+/// A file that is not a plain one (a pipe, `<(git diff)`) is read to its end instead.
+fn read_with_room(path: &Path) -> std::io::Result<(Vec<u8>, usize)> {
+    let mut file = std::fs::File::open(path)?;
+    let size = usize::try_from(file.metadata()?.len()).unwrap_or(0);
+    let mut buf = vec![0; size + size / 2];
+    let mut len = 0;
+    while len < size {
+        match file.read(&mut buf[len..size]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    // The size was only a hint: a file that grew, or that has none, is read to its end.
+    let mut more = Vec::new();
+    file.read_to_end(&mut more)?;
+    if !more.is_empty() {
+        buf.truncate(len);
+        buf.extend_from_slice(&more);
+        len = buf.len();
+    }
+    Ok((buf, len))
 }
 
 /// `No such file or directory` without Rust's `(os error 2)` suffix.

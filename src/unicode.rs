@@ -111,16 +111,19 @@ pub fn holds_hidden(text: &str) -> bool {
     let mut i = 0;
     while let Some(&first) = b.get(i) {
         if first.is_ascii() {
-            i = crate::diff::ascii_end(b, i + 1);
+            i = ascii_end(b, i + 1);
+            continue;
+        }
+        // U+FFFD first, the most common character of a lossily decoded file: it shares its
+        // first two bytes with U+FFF9–U+FFFB, which are in the table.
+        if b[i..].starts_with(REPLACEMENT) {
+            i += REPLACEMENT.len();
             continue;
         }
         if LEADS[usize::from(first)] {
             let second = b.get(i + 1).copied().unwrap_or(0);
             let pair = usize::from(first) << 8 | usize::from(second);
-            // U+FFFD (EF BF BD) shares its first two bytes with U+FFF9–U+FFFB.
-            let replacement = || first == 0xEF && second == 0xBF && b.get(i + 2) == Some(&0xBD);
             if PAIRS[pair >> 6] & 1 << (pair & 63) != 0
-                && !replacement()
                 && text
                     .get(i..)
                     .and_then(|t| t.chars().next())
@@ -137,6 +140,25 @@ pub fn holds_hidden(text: &str) -> bool {
         };
     }
     false
+}
+
+const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
+
+/// Past the ASCII bytes of `bytes` from `i`, eight at a time while they last (text that is
+/// not all ASCII is still mostly ASCII), then one at a time.
+fn ascii_end(bytes: &[u8], mut i: usize) -> usize {
+    const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+    while let Some(word) = bytes
+        .get(i..i + 8)
+        .and_then(|w| <[u8; 8]>::try_from(w).ok())
+        && u64::from_le_bytes(word) & HIGH_BITS == 0
+    {
+        i += 8;
+    }
+    while bytes.get(i).is_some_and(u8::is_ascii) {
+        i += 1;
+    }
+    i
 }
 
 /// One bit for each pair of first two bytes of a UTF-8 encoding, set where one of

@@ -4,6 +4,7 @@
 //! The diff owns its text; files and hunks hold byte ranges into it, so parsing copies nothing
 //! and the lines of a hunk are walked on demand.
 
+mod decode;
 mod parse;
 #[cfg(test)]
 mod tests;
@@ -13,6 +14,7 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
+pub use decode::{lossy_in_place, lossy_text, utf8};
 pub use parse::ParseError;
 
 /// Which side of the diff a line number refers to (GitHub's `side`).
@@ -310,141 +312,6 @@ impl Diff {
     pub fn file_text(&self, file: &FileDiff) -> &str {
         self.text.get(file.text.clone()).unwrap_or_default()
     }
-}
-
-/// `bytes` as text, if they are UTF-8. Checked with SIMD: the standard library's check walks
-/// text that is not all ASCII a byte at a time, four times slower on a big diff.
-pub fn utf8(bytes: &[u8]) -> Option<&str> {
-    simdutf8::basic::from_utf8(bytes).ok()
-}
-
-/// `bytes` decoded as `String::from_utf8_lossy` decodes them: each undecodable sequence
-/// becomes U+FFFD, so every line keeps its place and the rest of its bytes.
-///
-/// A block at a time: one without a bad byte, as most are even in a Latin-1 diff, is checked
-/// with SIMD and copied. One with a bad byte is walked once, its bytes copied with each bad
-/// sequence replaced, and the copy checked with SIMD (the standard library's chunked decode
-/// took about four times as long on legacy-encoded text, where bad bytes are a few apart).
-pub fn lossy_text(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() + bytes.len() / 16);
-    let mut fixed = Vec::new();
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        let (block, tail) = rest.split_at(block_end(rest));
-        match utf8(block) {
-            Some(text) => out.push_str(text),
-            None => {
-                fixed.clear();
-                replace_bad_sequences(block, &mut fixed);
-                // Always UTF-8: valid runs and U+FFFD; the property tests hold it to
-                // `from_utf8_lossy`.
-                out.push_str(utf8(&fixed).unwrap_or_default());
-            }
-        }
-        rest = tail;
-    }
-    out
-}
-
-const REPLACEMENT: &str = "\u{FFFD}";
-
-/// How much of the input [`lossy_text`] decodes at a time.
-const LOSSY_BLOCK: usize = 4096;
-
-/// Where the block at the start of `bytes` ends: [`LOSSY_BLOCK`] bytes in, moved back to
-/// before a byte that is not a continuation byte (`10xxxxxx`). No sequence, good or bad,
-/// spans such a cut: a character or an undecodable run is a first byte and its continuations.
-/// When four continuation bytes come before the cut, it stays: none of them can belong to a
-/// sequence that reaches past it (no sequence has more than three).
-fn block_end(bytes: &[u8]) -> usize {
-    if bytes.len() <= LOSSY_BLOCK {
-        return bytes.len();
-    }
-    let continuation = |i: usize| bytes[i] & 0xC0 == 0x80;
-    (LOSSY_BLOCK - 3..=LOSSY_BLOCK)
-        .rev()
-        .find(|&i| !continuation(i))
-        .unwrap_or(LOSSY_BLOCK)
-}
-
-/// Appends `block` to `out` with each undecodable sequence replaced by U+FFFD. A sequence
-/// the block ends in the middle of is one more (blocks end only where no sequence is cut,
-/// so that is the end of the text, as `from_utf8_lossy` has it).
-fn replace_bad_sequences(block: &[u8], out: &mut Vec<u8>) {
-    // Each byte becomes at most the three of U+FFFD: no reallocation inside the walk.
-    out.reserve(block.len() * REPLACEMENT.len());
-    let (mut run, mut i) = (0, 0);
-    while let Some(&b) = block.get(i) {
-        if b < 0x80 {
-            i = ascii_end(block, i + 1);
-            continue;
-        }
-        let bad = match sequence(&block[i..]) {
-            Sequence::Char(n) => {
-                i += n;
-                continue;
-            }
-            Sequence::Bad(n) => n,
-            Sequence::Cut => block.len() - i,
-        };
-        out.extend_from_slice(&block[run..i]);
-        out.extend_from_slice(REPLACEMENT.as_bytes());
-        i += bad;
-        run = i;
-    }
-    out.extend_from_slice(&block[run..]);
-}
-
-/// Past the ASCII bytes of `bytes` from `i`, eight at a time while they last (text that is
-/// not UTF-8 is still mostly ASCII), then one at a time.
-pub(crate) fn ascii_end(bytes: &[u8], mut i: usize) -> usize {
-    const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
-    while let Some(word) = bytes
-        .get(i..i + 8)
-        .and_then(|w| <[u8; 8]>::try_from(w).ok())
-        && u64::from_le_bytes(word) & HIGH_BITS == 0
-    {
-        i += 8;
-    }
-    while bytes.get(i).is_some_and(u8::is_ascii) {
-        i += 1;
-    }
-    i
-}
-
-/// What starts at a byte that is not ASCII.
-enum Sequence {
-    /// A character of this many bytes.
-    Char(usize),
-    /// This many bytes that are no character: the longest start of one, or the one byte that
-    /// starts none (what `from_utf8` reports as the error's length).
-    Bad(usize),
-    /// The start of a character that the text ends in the middle of.
-    Cut,
-}
-
-/// What `b` starts with, `b[0]` not ASCII: the table of well-formed sequences in the Unicode
-/// standard (3.9, table 3-7).
-fn sequence(b: &[u8]) -> Sequence {
-    let (len, second) = match b[0] {
-        0xC2..=0xDF => (2, 0x80..=0xBF),
-        0xE0 => (3, 0xA0..=0xBF),
-        0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80..=0xBF),
-        0xED => (3, 0x80..=0x9F),
-        0xF0 => (4, 0x90..=0xBF),
-        0xF1..=0xF3 => (4, 0x80..=0xBF),
-        0xF4 => (4, 0x80..=0x8F),
-        _ => return Sequence::Bad(1),
-    };
-    for i in 1..len {
-        let ok = if i == 1 { second.clone() } else { 0x80..=0xBF };
-        match b.get(i) {
-            None => return Sequence::Cut,
-            Some(c) if ok.contains(c) => {}
-            Some(_) => return Sequence::Bad(i),
-        }
-    }
-    Sequence::Char(len)
 }
 
 /// One file record as GitHub's files API gives it.

@@ -13,6 +13,7 @@
 
 use std::fmt;
 use std::fmt::Write as _;
+use std::ops::Range;
 
 use memchr::memchr;
 
@@ -65,11 +66,24 @@ fn snippet(bytes: &[u8]) -> String {
 }
 
 pub(super) fn parse_diff(text: std::borrow::Cow<'static, str>) -> Result<Diff, ParseError> {
-    let files = parse_files(&text).map_err(|mut e| {
-        // Looked for only on failure: a valid diff pays nothing for it.
-        e.coloured = looks_coloured(&text);
-        e
-    })?;
+    let pieces = match text.len() >= crate::par::PARALLEL_FROM_BYTES && crate::par::threads() > 1 {
+        true => parse_in_pieces(&text, text.len().div_ceil(crate::par::threads() * 8)),
+        false => None,
+    };
+    let files = pieces
+        .map_or_else(|| parse_files(&text, 0), Ok)
+        .and_then(|files| match files.is_empty() && !text.trim().is_empty() {
+            true => Err(error(
+                1,
+                "not a unified diff: no \"diff --git\" or \"---\"/\"+++\" file header found",
+            )),
+            false => Ok(files),
+        })
+        .map_err(|mut e| {
+            // Looked for only on failure: a valid diff pays nothing for it.
+            e.coloured = looks_coloured(&text);
+            e
+        })?;
     Ok(Diff { text, files })
 }
 
@@ -150,8 +164,43 @@ impl<'t> Cursor<'t> {
     }
 }
 
-fn parse_files(text: &str) -> Result<Vec<FileDiff>, ParseError> {
-    let mut cur = Cursor::new(text, 0);
+/// The files of a large diff, parsed in pieces of about `size` bytes over the cores: each
+/// piece but the first starts at a `diff --git` line, which only a file header can be (every
+/// line of a hunk starts with ` `, `+`, `-` or `\\`). `None` when the text has only one piece,
+/// or when a piece does not parse: the whole text is then parsed in one piece, so that the
+/// error names its line in the whole text.
+pub(super) fn parse_in_pieces(text: &str, size: usize) -> Option<Vec<FileDiff>> {
+    let finder = memchr::memmem::Finder::new(b"\ndiff --git ");
+    let mut starts = vec![0];
+    let mut at = size;
+    while let Some(found) = text.as_bytes().get(at..).and_then(|rest| finder.find(rest)) {
+        let start = at + found + 1;
+        starts.push(start);
+        at = start + size;
+    }
+    if starts.len() < 2 {
+        return None;
+    }
+    starts.push(text.len());
+    let pieces: Vec<Range<usize>> = starts.windows(2).map(|w| w[0]..w[1]).collect();
+    let parsed = crate::par::map_shares(
+        &pieces,
+        |piece| piece.len(),
+        |share| {
+            share
+                .iter()
+                .map(|piece| parse_files(&text[..piece.end], piece.start).ok())
+                .collect()
+        },
+    );
+    let parsed: Vec<Vec<FileDiff>> = parsed.into_iter().collect::<Option<_>>()?;
+    Some(parsed.into_iter().flatten().collect())
+}
+
+/// The files of `text` from byte `start` (a line start) to its end (none for text without a
+/// file header: [`parse_diff`] says that the whole is no diff).
+fn parse_files(text: &str, start: usize) -> Result<Vec<FileDiff>, ParseError> {
+    let mut cur = Cursor::new(text, start);
     let mut files = Vec::new();
     while let Some(line) = cur.peek() {
         let b = cur.bytes(line);
@@ -175,12 +224,6 @@ fn parse_files(text: &str) -> Result<Vec<FileDiff>, ParseError> {
             // Mail headers, commit messages, diffstats, signatures, `Index:` lines, …
             cur.advance(line);
         }
-    }
-    if files.is_empty() && !text.trim().is_empty() {
-        return Err(error(
-            1,
-            "not a unified diff: no \"diff --git\" or \"---\"/\"+++\" file header found",
-        ));
     }
     Ok(files)
 }

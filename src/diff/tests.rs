@@ -1212,11 +1212,45 @@ fn unique_paths(files: Vec<GenFile>) -> Vec<GenFile> {
         .collect()
 }
 
-/// Both decodes of `bytes` are `String::from_utf8_lossy`'s, and `utf8` takes exactly the
-/// bytes that are UTF-8.
+/// A diff parsed in pieces (every `diff --git` line starting one, the smallest there can be)
+/// gives the files of the whole parsed at once, and fails where that fails (its error then
+/// comes from the whole).
+fn parses_the_same_in_pieces(text: &str) -> Result<(), TestCaseError> {
+    let whole = Diff::parse(text.to_owned());
+    match super::parse::parse_in_pieces(text, 1) {
+        Some(files) => prop_assert_eq!(Ok(&files[..]), whole.as_ref().map(|d| d.files())),
+        // One piece only, or a piece that fails: the whole must fail too, unless it is one piece.
+        None => prop_assert!(
+            whole.is_err()
+                || memchr::memmem::find(
+                    text.as_bytes().get(1..).unwrap_or_default(),
+                    b"\ndiff --git "
+                )
+                .is_none(),
+            "pieces failed where the whole parses"
+        ),
+    }
+    Ok(())
+}
+
+#[test]
+fn every_fixture_parses_the_same_in_pieces() {
+    let fixtures = fixtures();
+    assert!(fixtures.len() > 5);
+    for path in fixtures {
+        parses_the_same_in_pieces(&read(&path))
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}
+
+/// Both decodes of `bytes`, the copy and the one in place, are `String::from_utf8_lossy`'s,
+/// and `utf8` takes exactly the bytes that are UTF-8.
 fn decodes_as_from_utf8_lossy(bytes: &[u8]) -> Result<(), TestCaseError> {
     let expected = String::from_utf8_lossy(bytes);
     prop_assert_eq!(super::lossy_text(bytes), expected.as_ref());
+    let mut buf = bytes.to_vec();
+    let text = super::lossy_in_place(&mut buf, bytes.len());
+    prop_assert_eq!(&buf[text], expected.as_bytes());
     prop_assert_eq!(super::utf8(bytes), std::str::from_utf8(bytes).ok());
     Ok(())
 }
@@ -1244,7 +1278,7 @@ proptest! {
     #[test]
     fn a_decode_across_block_ends_is_from_utf8_lossy(
         // Up to a few bytes short of a block's end, so what follows straddles it.
-        ascii in (1..3usize, 0..6usize).prop_map(|(n, back)| n * super::LOSSY_BLOCK - back),
+        ascii in (1..3usize, 0..6usize).prop_map(|(n, back)| n * super::decode::LOSSY_BLOCK - back),
         tail in prop::collection::vec(prop_oneof![
             any::<u8>().prop_map(|b| vec![b]),
             any::<char>().prop_map(|c| c.to_string().into_bytes()),
@@ -1253,7 +1287,7 @@ proptest! {
                 b[..b.len().saturating_sub(1)].to_vec()
             }),
         ], 0..8),
-        more_ascii in 0..2 * super::LOSSY_BLOCK,
+        more_ascii in 0..2 * super::decode::LOSSY_BLOCK,
         end in prop::collection::vec(any::<u8>(), 0..4),
     ) {
         let mut bytes = vec![b'a'; ascii];
@@ -1302,6 +1336,7 @@ proptest! {
         let mut end = cut.index(text.len() + 1);
         while !text.is_char_boundary(end) { end -= 1; }
         text.truncate(end);
+        parses_the_same_in_pieces(&text)?;
         if let Ok(d) = Diff::parse(text) {
             for f in d.files() {
                 for h in &f.hunks {
@@ -1331,6 +1366,7 @@ proptest! {
             text.push_str(&body);
             expected.push(exp);
         }
+        parses_the_same_in_pieces(&text)?;
         let d = Diff::parse(text.as_str()).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         check_generated(&d, &files, &expected)?;
     }
@@ -1377,8 +1413,7 @@ fn every_short_sequence_decodes_as_from_utf8_lossy() {
                 for b3 in [0x41, 0x80] {
                     let bytes = [b0, b1, b2, b3, b'x'];
                     for end in [2, 3, 5] {
-                        let bytes = &bytes[..end];
-                        assert_eq!(super::lossy_text(bytes), String::from_utf8_lossy(bytes));
+                        decodes_as_from_utf8_lossy(&bytes[..end]).unwrap();
                     }
                 }
             }
@@ -1394,18 +1429,42 @@ fn continuations_at_a_block_end_decode_as_from_utf8_lossy() {
     for first in [0xC3u8, 0xE2, 0xF0, 0xF4, 0xF5, 0x80, b'a'] {
         for continuations in 0..=5 {
             for back in 0..8 {
-                let mut bytes = vec![b'a'; super::LOSSY_BLOCK - back];
+                let mut bytes = vec![b'a'; super::decode::LOSSY_BLOCK - back];
                 bytes.push(first);
                 bytes.extend(std::iter::repeat_n(0x90, continuations));
                 bytes.extend(b"tail");
-                assert_eq!(
-                    super::lossy_text(&bytes),
-                    String::from_utf8_lossy(&bytes),
-                    "first {first:#x}, {continuations} continuations, {back} back"
-                );
+                // The in-place decode cuts from the end: the same bytes, ending one block on.
+                for tail in [0, super::decode::LOSSY_BLOCK] {
+                    let mut bytes = bytes.clone();
+                    bytes.extend(std::iter::repeat_n(b'z', tail));
+                    decodes_as_from_utf8_lossy(&bytes).unwrap_or_else(|e| {
+                        panic!("first {first:#x}, {continuations} continuations, {back} back: {e}")
+                    });
+                }
             }
         }
     }
+}
+
+/// A text whose decode outgrows the room after it (every byte a U+FFFD: three times as long)
+/// is still decoded in place whole, its first blocks apart; and a decode in place that fits
+/// ends at the end of the buffer, the bytes before it untouched by the text.
+#[test]
+fn a_decode_in_place_that_outgrows_its_room_is_whole() {
+    let mut bytes = vec![0xFF; 8 * super::decode::LOSSY_BLOCK];
+    bytes.extend(b"\n+plain line\n".repeat(3000));
+    let expected = String::from_utf8_lossy(&bytes);
+    let mut buf = bytes.clone();
+    let text = super::lossy_in_place(&mut buf, bytes.len());
+    assert_eq!(text.start, 0, "the fallback joins the text at the start");
+    assert_eq!(&buf[text], expected.as_bytes());
+
+    let mut bytes = b"caf\xe9\n".to_vec();
+    bytes.extend(b"x".repeat(5 * super::decode::LOSSY_BLOCK));
+    let mut buf = bytes.clone();
+    let text = super::lossy_in_place(&mut buf, bytes.len());
+    assert_eq!(text.end, bytes.len() + bytes.len() / 2);
+    assert_eq!(&buf[text], String::from_utf8_lossy(&bytes).as_bytes());
 }
 
 #[test]
