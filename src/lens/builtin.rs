@@ -37,7 +37,7 @@
 //! line with every secret masked.
 //!
 //! Every line is pre-filtered with cheap byte checks (an ASCII test before any `char` walk,
-//! `memmem` for markers and debug keywords on the whole file first, literal keywords before
+//! a first byte for conflict markers, `memmem` for debug keywords on the whole file first, literal keywords before
 //! the secret regexes), so the lens stays fast on multi-megabyte diffs.
 
 use std::sync::LazyLock;
@@ -232,13 +232,10 @@ struct Hit {
 }
 
 /// Searchers built once: building one per needle per file cost more than searching on a diff
-/// of thousands of small files. A conflict marker counts only at the start of an added line:
-/// so anchored, the search skips the `<` and `>` of markup at the speed of a rare pair of bytes.
-static NEEDLES: LazyLock<[memmem::Finder<'static>; 8]> = LazyLock::new(|| {
+/// of thousands of small files. (Conflict markers need none: a line's first byte rules one
+/// out, cheaper than a search of the whole file's text, every side of it.)
+static NEEDLES: LazyLock<[memmem::Finder<'static>; 5]> = LazyLock::new(|| {
     [
-        "\n+<<<<<<<",
-        "\n+>>>>>>>",
-        "\n+|||||||",
         "dbg!",
         "console.log",
         "debugger",
@@ -258,7 +255,6 @@ pub fn prepare() {
 /// What the whole file's text (all sides) may contain: checks it cannot trigger are skipped.
 struct FileCtx {
     lang: Lang,
-    conflicts: bool,
     unicode: bool,
     dbg: bool,
     console: bool,
@@ -271,16 +267,13 @@ impl FileCtx {
     fn new(path: &str, text: &str) -> Self {
         let lang = lang_of(path);
         let has = |i: usize| NEEDLES[i].find(text.as_bytes()).is_some();
-        let added_marker =
-            |i: usize| has(i) || text.as_bytes().starts_with(&NEEDLES[i].needle()[1..]);
         FileCtx {
             lang,
-            conflicts: added_marker(0) || added_marker(1) || added_marker(2),
             unicode: !text.is_ascii(),
-            dbg: lang == Lang::Rust && has(3),
-            console: lang == Lang::Js && !printing_allowed(path) && has(4),
-            debugger: lang == Lang::Js && has(5),
-            python_debug: lang == Lang::Python && (has(6) || has(7)),
+            dbg: lang == Lang::Rust && has(0),
+            console: lang == Lang::Js && !printing_allowed(path) && has(1),
+            debugger: lang == Lang::Js && has(2),
+            python_debug: lang == Lang::Python && (has(3) || has(4)),
             lockfile: is_lockfile(path),
         }
     }
@@ -394,9 +387,7 @@ fn scan_line(
         }
     }
 
-    if ctx.conflicts
-        && let Some(marker) = conflict_marker(text)
-    {
+    if let Some(marker) = conflict_marker(text) {
         hit(Check::Conflict, marker.to_owned(), Vec::new());
     }
 
@@ -539,6 +530,9 @@ fn in_code(line: &str, pos: usize, lang: Lang) -> bool {
 /// The merge-conflict marker a line is, if any (`git` writes seven characters at column 0).
 fn conflict_marker(text: &str) -> Option<&'static str> {
     let b = text.as_bytes();
+    if !matches!(b.first(), Some(b'<' | b'>' | b'|' | b'=')) {
+        return None;
+    }
     let marker = |m: &'static str| {
         (b.starts_with(m.as_bytes()) && matches!(b.get(7), None | Some(b' ') | Some(b'\t')))
             .then_some(m)

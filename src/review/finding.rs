@@ -3,7 +3,7 @@
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::diff::{Diff, FileDiff, Side};
+use crate::diff::{Diff, DiffLine, FileDiff, Side};
 use crate::ids::LensName;
 use crate::lens::contract::{Confidence, RawFinding, Severity};
 use crate::sanitize::sanitize_line;
@@ -56,12 +56,16 @@ impl Finding {
             // where looking each line up walked the hunk again for every line of the range.
             Some(h) => {
                 let range = start_line.unwrap_or(line)..=line;
+                let number = |l: &DiffLine<'_>| match side {
+                    Side::Left => l.old,
+                    Side::Right => l.new,
+                };
+                // Numbers rise through a hunk: the walk ends after the range's last line
+                // (a long hunk, a whole new file, is not walked to its end for each finding).
                 let lines = diff
                     .hunk_lines(h)
-                    .filter(|l| match side {
-                        Side::Left => l.old.is_some_and(|n| range.contains(&n)),
-                        Side::Right => l.new.is_some_and(|n| range.contains(&n)),
-                    })
+                    .take_while(|l| number(l).is_none_or(|n| n <= line))
+                    .filter(|l| number(l).is_some_and(|n| range.contains(&n)))
                     .map(|l| l.text);
                 fingerprint(&path, side, lines)
             }
@@ -110,13 +114,21 @@ pub fn fingerprint<'a>(path: &str, side: Side, lines: impl Iterator<Item = &'a s
     let mut h = Sha256::new();
     h.update(path.as_bytes());
     h.update([0, side as u8]);
+    // The words go to the hash a buffer at a time, not one call each: a minified line holds
+    // tens of thousands of them. The bytes hashed are the same.
+    let mut buf = Vec::new();
     for line in lines {
         for word in line.split_whitespace() {
-            h.update(word.as_bytes());
-            h.update(b" ");
+            buf.extend_from_slice(word.as_bytes());
+            buf.push(b' ');
         }
-        h.update(b"\n");
+        buf.push(b'\n');
+        if buf.len() >= 64 * 1024 {
+            h.update(&buf);
+            buf.clear();
+        }
     }
+    h.update(&buf);
     hex16(&h.finalize())
 }
 
