@@ -637,26 +637,27 @@ fn checkout_rules(dir: &Path, diff: &Diff) -> Vec<crate::repo_rules::RuleFile> {
 
 /// Reads and parses the diff; a missing file or text that is not a diff is a usage error.
 fn read_diff(path: &Path) -> Result<Diff, CliError> {
-    let (name, mut buf, len) = if path == Path::new("-") {
+    let (name, mut buf, input) = if path == Path::new("-") {
         let mut buf = Vec::new();
         std::io::stdin().read_to_end(&mut buf).map_err(|e| {
             CliError::Usage(format!("cannot read the diff from standard input: {e}"))
         })?;
         let len = buf.len();
-        ("standard input".to_owned(), buf, len)
+        // No room around it: a lossy decode of standard input is made apart.
+        ("standard input".to_owned(), buf, 0..len)
     } else {
         let name = path.display().to_string();
-        let (buf, len) = read_with_room(path).map_err(|e| {
+        let (buf, input) = read_with_room(path).map_err(|e| {
             CliError::Usage(format!("cannot read diff file {name}: {}", io_reason(&e)))
         })?;
-        (name, buf, len)
+        (name, buf, input)
     };
     crate::timing::mark("read");
-    let lossy = crate::diff::utf8(&buf[..len]).is_none();
+    let lossy = crate::diff::utf8(&buf[input.clone()]).is_none();
     // Diffs of Latin-1 or mixed files are still reviewable: undecodable bytes become U+FFFD.
     let text = match lossy {
-        true => crate::diff::lossy_in_place(&mut buf, len),
-        false => 0..len,
+        true => crate::diff::lossy_in_place(&mut buf, input),
+        false => input,
     };
     // Never given back: the process ends after its one review, and the diff borrows its text
     // from these bytes rather than a copy.
@@ -675,19 +676,21 @@ fn read_diff(path: &Path) -> Result<Diff, CliError> {
     })
 }
 
-/// A file's bytes, the first `len` of the buffer, with half as much again after them: room
-/// for [`crate::diff::lossy_in_place`]. The buffer is allocated zeroed, which the allocator
-/// gives as fresh pages it need not write, so the room costs nothing until a decode uses it.
-/// A file that is not a plain one (a pipe, `<(git diff)`) is read to its end instead.
-fn read_with_room(path: &Path) -> std::io::Result<(Vec<u8>, usize)> {
+/// A file's bytes (the returned range of the buffer), with a quarter as much again before and
+/// after them: room for [`crate::diff::lossy_in_place`] to decode them where they are. The
+/// buffer is allocated zeroed, which the allocator gives as fresh pages it need not write, so
+/// the room costs nothing until a decode uses it. A file that is not a plain one (a pipe,
+/// `<(git diff)`) is read to its end instead.
+fn read_with_room(path: &Path) -> std::io::Result<(Vec<u8>, std::ops::Range<usize>)> {
     let mut file = std::fs::File::open(path)?;
     let size = usize::try_from(file.metadata()?.len()).unwrap_or(0);
-    let mut buf = vec![0; size + size / 2];
-    let mut len = 0;
-    while len < size {
-        match file.read(&mut buf[len..size]) {
+    let room = size / 4;
+    let mut buf = vec![0; room + size + room];
+    let mut end = room;
+    while end < room + size {
+        match file.read(&mut buf[end..room + size]) {
             Ok(0) => break,
-            Ok(n) => len += n,
+            Ok(n) => end += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
@@ -696,11 +699,12 @@ fn read_with_room(path: &Path) -> std::io::Result<(Vec<u8>, usize)> {
     let mut more = Vec::new();
     file.read_to_end(&mut more)?;
     if !more.is_empty() {
-        buf.truncate(len);
-        buf.extend_from_slice(&more);
-        len = buf.len();
+        let mut whole = buf[room..end].to_vec();
+        whole.extend_from_slice(&more);
+        let len = whole.len();
+        return Ok((whole, 0..len));
     }
-    Ok((buf, len))
+    Ok((buf, room..end))
 }
 
 /// `No such file or directory` without Rust's `(os error 2)` suffix.

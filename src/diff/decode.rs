@@ -34,25 +34,109 @@ pub fn lossy_text(bytes: &[u8]) -> String {
     out
 }
 
-/// [`lossy_text`] of `buf[..len]`, written into `buf` itself: where the decoded text lies in
+/// [`lossy_text`] of `buf[input]`, written into `buf` itself: where the decoded text lies in
 /// `buf` afterwards.
 ///
 /// A diff read from a file is decoded where it was read, so that the decode writes into
-/// memory the read has already touched rather than a fresh copy: first touching memory costs
-/// more than the decode on a virtual machine (about 0.75 ms a megabyte, docs/benchmarks.md).
-/// The text is decoded a block at a time from the end, each block's text written just before
-/// the text of the block after it, the last ending at the end of `buf`; a decode that grows
-/// (U+FFFD is three bytes) takes the spare room after `len`. `buf` is first lengthened to half
-/// as much again as `len` if it is shorter (a caller that allocates it zeroed, as
-/// `vec![0; n]` does, gets that room without touching it). Should the text outgrow the room,
-/// the rest is decoded apart and joined: slower, the same text.
-pub fn lossy_in_place(buf: &mut Vec<u8>, len: usize) -> Range<usize> {
-    let room = len + len / 2;
-    if buf.len() < room {
-        buf.resize(room, 0);
+/// memory the read has already touched rather than into a fresh copy: first touching memory
+/// costs more than the decode on a virtual machine (docs/benchmarks.md). The text grows
+/// (U+FFFD is three bytes where a bad byte was one) into the room the caller left around
+/// `input`; a caller that allocates it zeroed (`vec![0; n]`) gets it without touching it.
+/// A large input is decoded in two halves at once: the first forward into the room before
+/// it, the second backward into the room after it, and the second's text is then moved up
+/// to meet the first's. A half whose text outgrows its room has the rest decoded apart and
+/// joined: slower, the same text.
+pub fn lossy_in_place(buf: &mut Vec<u8>, input: Range<usize>) -> Range<usize> {
+    let two = crate::par::threads() > 1 && input.len() >= crate::par::PARALLEL_FROM_BYTES;
+    decode_in_place(buf, input, two, true)
+}
+
+/// [`lossy_in_place`], in two halves or in one; the second half on a thread of its own when
+/// `threaded` (the tests decode thousands of short texts in halves on one thread).
+pub(super) fn decode_in_place(
+    buf: &mut Vec<u8>,
+    input: Range<usize>,
+    two: bool,
+    threaded: bool,
+) -> Range<usize> {
+    if !two || input.is_empty() {
+        let (head, text) = backward(&mut buf[input.start..], input.len());
+        let text = input.start + text.start..input.start + text.end;
+        return join(buf, [0..0, text], [String::new(), head]);
     }
+    let cut = safe_cut(buf, input.start + input.len() / 2).max(input.start);
+    let (front, back) = buf.split_at_mut(cut);
+    let back_len = input.end - cut;
+    let ((first, rest), (head, second)) = match threaded {
+        true => std::thread::scope(|scope| {
+            let second = scope.spawn(|| backward(back, back_len));
+            let first = forward(front, input.start);
+            // A panic in the helper is a bug: raised again here.
+            let second = second
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e));
+            (first, second)
+        }),
+        false => (forward(front, input.start), backward(back, back_len)),
+    };
+    let second = cut + second.start..cut + second.end;
+    join(buf, [first, second], [rest, head])
+}
+
+/// The text of `[in place, apart, apart, in place]` as one range of `buf`: the second part in
+/// place moved up to the first when nothing was decoded apart, else all four copied anew.
+fn join(
+    buf: &mut Vec<u8>,
+    [first, second]: [Range<usize>; 2],
+    [rest, head]: [String; 2],
+) -> Range<usize> {
+    if rest.is_empty() && head.is_empty() {
+        if first.is_empty() {
+            return second;
+        }
+        let len = second.len();
+        buf.copy_within(second, first.end);
+        return first.start..first.end + len;
+    }
+    let mut text = Vec::with_capacity(first.len() + rest.len() + head.len() + second.len());
+    text.extend_from_slice(&buf[first]);
+    text.extend_from_slice(rest.as_bytes());
+    text.extend_from_slice(head.as_bytes());
+    text.extend_from_slice(&buf[second]);
+    *buf = text;
+    0..buf.len()
+}
+
+/// Decodes `buf[from..]` forward into `buf` from its start (the room before `from`): the text
+/// written in place, and the text of the rest decoded apart once a block's text would reach
+/// into bytes not yet decoded.
+fn forward(buf: &mut [u8], from: usize) -> (Range<usize>, String) {
     let mut fixed = Vec::new();
-    // The decoded text is `buf[write..]`; `buf[..end]` is still to decode.
+    let (mut write, mut read) = (0, from);
+    while read < buf.len() {
+        let end = read + block_end(&buf[read..]);
+        if utf8(&buf[read..end]).is_some() {
+            buf.copy_within(read..end, write);
+            write += end - read;
+        } else {
+            let n = replace_bad_sequences(&buf[read..end], &mut fixed);
+            if write + n > end {
+                return (0..write, lossy_text(&buf[read..]));
+            }
+            buf[write..write + n].copy_from_slice(&fixed[..n]);
+            write += n;
+        }
+        read = end;
+    }
+    (0..write, String::new())
+}
+
+/// Decodes `buf[..len]` backward, a block at a time from its end, each block's text written
+/// just before the text of the block after it, the last ending at the end of `buf` (the room
+/// after `len`): the text decoded apart once a block's text would reach into bytes not yet
+/// decoded, and the text written in place.
+fn backward(buf: &mut [u8], len: usize) -> (String, Range<usize>) {
+    let mut fixed = Vec::new();
     let (mut write, mut end) = (buf.len(), len);
     while end > 0 {
         let start = block_start(buf, end);
@@ -61,21 +145,15 @@ pub fn lossy_in_place(buf: &mut Vec<u8>, len: usize) -> Range<usize> {
             buf.copy_within(start..end, write);
         } else {
             let n = replace_bad_sequences(&buf[start..end], &mut fixed);
-            // The block's text may not reach into the bytes before it, not yet decoded.
             let Some(to) = write.checked_sub(n).filter(|&to| to >= start) else {
-                let head = lossy_text(&buf[..end]);
-                let tail = buf.split_off(write);
-                buf.clear();
-                buf.extend_from_slice(head.as_bytes());
-                buf.extend_from_slice(&tail);
-                return 0..buf.len();
+                return (lossy_text(&buf[..end]), write..buf.len());
             };
             buf[to..write].copy_from_slice(&fixed[..n]);
             write = to;
         }
         end = start;
     }
-    write..buf.len()
+    (String::new(), write..buf.len())
 }
 
 const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();

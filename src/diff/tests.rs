@@ -1248,9 +1248,30 @@ fn every_fixture_parses_the_same_in_pieces() {
 fn decodes_as_from_utf8_lossy(bytes: &[u8]) -> Result<(), TestCaseError> {
     let expected = String::from_utf8_lossy(bytes);
     prop_assert_eq!(super::lossy_text(bytes), expected.as_ref());
-    let mut buf = bytes.to_vec();
-    let text = super::lossy_in_place(&mut buf, bytes.len());
-    prop_assert_eq!(&buf[text], expected.as_bytes());
+    // In place, in one piece and in two, with room around the bytes from none to plenty.
+    for two in [false, true] {
+        for (before, after) in [
+            (0, 0),
+            (0, bytes.len()),
+            (bytes.len() / 8, bytes.len() / 8),
+            (bytes.len(), bytes.len()),
+        ] {
+            let mut buf = vec![0; before];
+            buf.extend_from_slice(bytes);
+            buf.resize(before + bytes.len() + after, 0);
+            // The halves on this thread: the property tests run this thousands of times.
+            let text =
+                super::decode::decode_in_place(&mut buf, before..before + bytes.len(), two, false);
+            prop_assert_eq!(
+                &buf[text],
+                expected.as_bytes(),
+                "two halves: {}, room {} and {}",
+                two,
+                before,
+                after
+            );
+        }
+    }
     prop_assert_eq!(super::utf8(bytes), std::str::from_utf8(bytes).ok());
     Ok(())
 }
@@ -1446,25 +1467,39 @@ fn continuations_at_a_block_end_decode_as_from_utf8_lossy() {
     }
 }
 
-/// A text whose decode outgrows the room after it (every byte a U+FFFD: three times as long)
-/// is still decoded in place whole, its first blocks apart; and a decode in place that fits
-/// ends at the end of the buffer, the bytes before it untouched by the text.
+/// A decode in place that fits ends where the room after the bytes ends, the halves met in
+/// the middle; one that outgrows its room (every byte a U+FFFD: three times as long) is
+/// still whole, joined anew from the start of the buffer.
 #[test]
-fn a_decode_in_place_that_outgrows_its_room_is_whole() {
-    let mut bytes = vec![0xFF; 8 * super::decode::LOSSY_BLOCK];
-    bytes.extend(b"\n+plain line\n".repeat(3000));
-    let expected = String::from_utf8_lossy(&bytes);
-    let mut buf = bytes.clone();
-    let text = super::lossy_in_place(&mut buf, bytes.len());
-    assert_eq!(text.start, 0, "the fallback joins the text at the start");
-    assert_eq!(&buf[text], expected.as_bytes());
-
+fn a_decode_in_place_fits_its_room_or_is_joined_whole() {
+    let block = super::decode::LOSSY_BLOCK;
     let mut bytes = b"caf\xe9\n".to_vec();
-    bytes.extend(b"x".repeat(5 * super::decode::LOSSY_BLOCK));
-    let mut buf = bytes.clone();
-    let text = super::lossy_in_place(&mut buf, bytes.len());
-    assert_eq!(text.end, bytes.len() + bytes.len() / 2);
-    assert_eq!(&buf[text], String::from_utf8_lossy(&bytes).as_bytes());
+    bytes.extend(b"x".repeat(5 * block));
+    for two in [false, true] {
+        let mut buf = vec![0; 100];
+        buf.extend_from_slice(&bytes);
+        buf.resize(buf.len() + 100, 0);
+        let text = super::decode::decode_in_place(&mut buf, 100..100 + bytes.len(), two, two);
+        assert_eq!(
+            &buf[text.clone()],
+            String::from_utf8_lossy(&bytes).as_bytes()
+        );
+        match two {
+            // The first half's text starts the room before it; the second's is moved to it.
+            true => assert_eq!(text.start, 0),
+            false => assert_eq!(text.end, buf.len()),
+        }
+    }
+
+    let mut bytes = vec![0xFF; 8 * block];
+    bytes.extend(b"\n+plain line\n".repeat(3000));
+    for two in [false, true] {
+        let mut buf = bytes.clone();
+        buf.resize(bytes.len() * 5 / 4, 0);
+        let text = super::decode::decode_in_place(&mut buf, 0..bytes.len(), two, two);
+        assert_eq!(text.start, 0, "the text joined anew starts the buffer");
+        assert_eq!(&buf[text], String::from_utf8_lossy(&bytes).as_bytes());
+    }
 }
 
 #[test]
