@@ -66,7 +66,7 @@ fn snippet(bytes: &[u8]) -> String {
 }
 
 pub(super) fn parse_diff(text: std::borrow::Cow<'static, str>) -> Result<Diff, ParseError> {
-    let pieces = match text.len() >= crate::par::PARALLEL_FROM_BYTES && crate::par::threads() > 1 {
+    let pieces = match text.len() >= PIECES_FROM_BYTES && crate::par::threads() > 1 {
         true => parse_in_pieces(&text, text.len().div_ceil(crate::par::threads() * 8)),
         false => None,
     };
@@ -163,6 +163,11 @@ impl<'t> Cursor<'t> {
         self.line_no += 1;
     }
 }
+
+/// Below this much text one parse is as fast as pieces on two cores or faster: the Django
+/// diff (4.6 MB) and chardet's history (8.7 MB) were no faster in pieces, the 20 MB and 43 MB
+/// diffs 5-6% faster (`scripts/bench-ab.sh`, docs/benchmarks.md).
+const PIECES_FROM_BYTES: usize = 16 * 1024 * 1024;
 
 /// The files of a large diff, parsed in pieces of about `size` bytes over the cores: each
 /// piece but the first starts at a `diff --git` line, which only a file header can be (every
