@@ -47,9 +47,15 @@ pub fn lossy_text(bytes: &[u8]) -> String {
 /// to meet the first's. A half whose text outgrows its room has the rest decoded apart and
 /// joined: slower, the same text.
 pub fn lossy_in_place(buf: &mut Vec<u8>, input: Range<usize>) -> Range<usize> {
-    let two = crate::par::threads() > 1 && input.len() >= crate::par::PARALLEL_FROM_BYTES;
+    let two = crate::par::threads() > 1 && input.len() >= HALVES_FROM_BYTES;
     decode_in_place(buf, input, two, true)
 }
+
+/// From this much input a lossy decode runs in two halves at once. By stage
+/// (`scripts/bench-stages.sh`), the 1.5 MB non-utf8 diff decoded in 1.4-1.55 ms in one piece
+/// and 1.95-1.98 ms in two; chardet's history (8.7 MB) in 17-21 ms in two, where one piece
+/// outgrew its room (30-32 ms).
+const HALVES_FROM_BYTES: usize = 4 * 1024 * 1024;
 
 /// [`lossy_in_place`], in two halves or in one; the second half on a thread of its own when
 /// `threaded` (the tests decode thousands of short texts in halves on one thread).
