@@ -96,7 +96,7 @@ fn diff_benches(c: &mut Criterion) {
     });
     // The secret pre-pass's search for keywords over the whole text (one core).
     g.bench_function("secret_keywords", |b| {
-        b.iter(|| reviewbot::redact::keyword_starts(black_box(text.as_str())))
+        b.iter(|| reviewbot::redact::keyword_starts(black_box(text.as_bytes())))
     });
     utf8_checks(&mut g, text.as_bytes());
     g.finish();
@@ -116,8 +116,8 @@ fn utf8_checks(
     });
 }
 
-/// The lossy decode of a diff that is not UTF-8 into a buffer, as `review --diff` decodes a big
-/// file: `target/bench/corpus/non-utf8.diff` (scripts/bench-corpus.sh), or
+/// The lossy decode of a diff that is not UTF-8, as a file of it is decoded when its text is
+/// asked for (a lens's prompt): `target/bench/corpus/non-utf8.diff` (scripts/bench-corpus.sh), or
 /// `$REVIEWBOT_BENCH_LOSSY_DIFF`.
 fn lossy_benches(c: &mut Criterion) {
     let path = std::env::var_os("REVIEWBOT_BENCH_LOSSY_DIFF").map_or_else(
@@ -148,7 +148,7 @@ fn lossy_benches(c: &mut Criterion) {
     // The secret pass's keyword search on one core, over a text dense in `=` and `:`.
     if let Some(text) = reviewbot::diff::utf8(&out[..n]) {
         g.bench_function("secret_keywords", |b| {
-            b.iter(|| reviewbot::redact::keyword_starts(black_box(text)))
+            b.iter(|| reviewbot::redact::keyword_starts(black_box(text.as_bytes())))
         });
     }
     g.finish();

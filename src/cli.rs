@@ -637,74 +637,33 @@ fn checkout_rules(dir: &Path, diff: &Diff) -> Vec<crate::repo_rules::RuleFile> {
 
 /// Reads and parses the diff; a missing file or text that is not a diff is a usage error.
 fn read_diff(path: &Path) -> Result<Diff, CliError> {
-    let (name, mut buf, input) = if path == Path::new("-") {
+    let (name, buf) = if path == Path::new("-") {
         let mut buf = Vec::new();
         std::io::stdin().read_to_end(&mut buf).map_err(|e| {
             CliError::Usage(format!("cannot read the diff from standard input: {e}"))
         })?;
-        let len = buf.len();
-        // No room around it: a lossy decode of standard input is made apart.
-        ("standard input".to_owned(), buf, 0..len)
+        ("standard input".to_owned(), buf)
     } else {
         let name = path.display().to_string();
-        let (buf, input) = read_with_room(path).map_err(|e| {
+        let buf = std::fs::read(path).map_err(|e| {
             CliError::Usage(format!("cannot read diff file {name}: {}", io_reason(&e)))
         })?;
-        (name, buf, input)
+        (name, buf)
     };
     crate::timing::mark("read");
-    let lossy = crate::diff::utf8(&buf[input.clone()]).is_none();
-    // Diffs of Latin-1 or mixed files are still reviewable: undecodable bytes become U+FFFD.
-    let text = match lossy {
-        true => crate::diff::lossy_in_place(&mut buf, input),
-        false => input,
-    };
     // Never given back: the process ends after its one review, and the diff borrows its text
     // from these bytes rather than a copy.
-    let bytes: &'static [u8] = &buf.leak()[text];
-    // Always UTF-8 by now: checked above, or decoded.
-    let text = crate::diff::utf8(bytes).unwrap_or_default();
-    crate::timing::mark("decoded");
-    if lossy {
+    let bytes: &'static [u8] = buf.leak();
+    let parsed = Diff::parse_static_bytes(bytes);
+    crate::timing::mark("parsed");
+    // Diffs of Latin-1 or mixed files are still reviewable: undecodable bytes read as U+FFFD.
+    if parsed.as_ref().is_ok_and(Diff::is_lossy) {
         eprintln!("notice: {name} is not valid UTF-8; undecodable bytes are shown as \u{FFFD}");
     }
-    let parsed = Diff::parse_static(text);
-    crate::timing::mark("parsed");
     parsed.map_err(|e| match e.coloured {
         true => CliError::Usage(render::coloured_diff(&name)),
         false => CliError::Usage(format!("{name} is not a diff reviewbot can read: {e}")),
     })
-}
-
-/// A file's bytes (the returned range of the buffer), with a quarter as much again before and
-/// after them: room for [`crate::diff::lossy_in_place`] to decode them where they are. The
-/// buffer is allocated zeroed, which the allocator gives as fresh pages it need not write, so
-/// the room costs nothing until a decode uses it. A file that is not a plain one (a pipe,
-/// `<(git diff)`) is read to its end instead.
-fn read_with_room(path: &Path) -> std::io::Result<(Vec<u8>, std::ops::Range<usize>)> {
-    let mut file = std::fs::File::open(path)?;
-    let size = usize::try_from(file.metadata()?.len()).unwrap_or(0);
-    let room = size / 4;
-    let mut buf = vec![0; room + size + room];
-    let mut end = room;
-    while end < room + size {
-        match file.read(&mut buf[end..room + size]) {
-            Ok(0) => break,
-            Ok(n) => end += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    // The size was only a hint: a file that grew, or that has none, is read to its end.
-    let mut more = Vec::new();
-    file.read_to_end(&mut more)?;
-    if !more.is_empty() {
-        let mut whole = buf[room..end].to_vec();
-        whole.extend_from_slice(&more);
-        let len = whole.len();
-        return Ok((whole, 0..len));
-    }
-    Ok((buf, room..end))
 }
 
 /// `No such file or directory` without Rust's `(os error 2)` suffix.

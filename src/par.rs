@@ -75,8 +75,7 @@ where
 /// `text` cut into consecutive ranges that cover it, each ending just after a line break
 /// once it holds `size` bytes or more (the last one at the text's end): work that looks at
 /// a line at a time can share one large text over the cores, a range per item.
-pub fn line_pieces(text: &str, size: usize) -> impl Iterator<Item = Range<usize>> + '_ {
-    let bytes = text.as_bytes();
+pub fn line_pieces(bytes: &[u8], size: usize) -> impl Iterator<Item = Range<usize>> + '_ {
     let mut start = 0;
     std::iter::from_fn(move || {
         if start == bytes.len() {
@@ -144,7 +143,7 @@ mod tests {
             text in "[ab\n]{0,200}",
             size in 0usize..40,
         ) {
-            let pieces: Vec<_> = line_pieces(&text, size).collect();
+            let pieces: Vec<_> = line_pieces(text.as_bytes(), size).collect();
             let mut at = 0;
             for (n, piece) in pieces.iter().enumerate() {
                 proptest::prop_assert_eq!(piece.start, at);

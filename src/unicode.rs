@@ -102,63 +102,79 @@ const TABLE: &[(u32, u32, Hidden, &str)] = &[
     (0xE0100, 0xE01EF, Hidden::Selector, "VARIATION SELECTOR"),
 ];
 
-/// Whether `text` holds a hidden character. A character is decoded and looked up only when
-/// its first two bytes start one of [`TABLE`]'s encodings ([`PAIRS`]): most non-ASCII text
-/// (accented Latin, Greek, Cyrillic, CJK) never gets that far, nor does the U+FFFD a lossy
-/// decoding leaves all over a legacy-encoded file.
+/// Whether `text` holds a hidden character.
 pub fn holds_hidden(text: &str) -> bool {
-    let b = text.as_bytes();
-    let mut i = 0;
-    while let Some(&first) = b.get(i) {
-        if first.is_ascii() {
-            i = ascii_end(b, i + 1);
-            continue;
-        }
-        // U+FFFD first, the most common character of a lossily decoded file: it shares its
-        // first two bytes with U+FFF9–U+FFFB, which are in the table.
-        if b[i..].starts_with(REPLACEMENT) {
-            i += REPLACEMENT.len();
-            continue;
-        }
-        if LEADS[usize::from(first)] {
-            let second = b.get(i + 1).copied().unwrap_or(0);
-            let pair = usize::from(first) << 8 | usize::from(second);
-            if PAIRS[pair >> 6] & 1 << (pair & 63) != 0
-                && text
-                    .get(i..)
-                    .and_then(|t| t.chars().next())
-                    .is_some_and(is_hidden)
-            {
-                return true;
-            }
-        }
-        // `text` is UTF-8: the first byte tells the character's length.
-        i += match first {
-            0xF0.. => 4,
-            0xE0.. => 3,
-            _ => 2,
-        };
-    }
-    false
+    holds_hidden_bytes(text.as_bytes())
 }
 
-const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
+/// Whether `bytes`, UTF-8 or not, hold a hidden character: the same answer as
+/// [`holds_hidden`] gives for their lossy decoding, which keeps every well-formed sequence and
+/// turns the rest into U+FFFD (no hidden character). A character is decoded and looked up
+/// only when its first two bytes start one of [`TABLE`]'s encodings ([`PAIRS`]): most
+/// non-ASCII text (accented Latin, Greek, Cyrillic, CJK, a legacy encoding's bytes) never
+/// gets that far.
+pub fn holds_hidden_bytes(b: &[u8]) -> bool {
+    // Thirty-two places at a time: a mask of those that may start a hidden character, made
+    // by plain comparisons that the compiler turns into vector instructions on any target.
+    // Only the places the mask names are looked at one by one.
+    let mut at = 0;
+    while let Some(window) = b.get(at..at + WINDOW + 1) {
+        let mut mask = candidates(window);
+        while mask != 0 {
+            let i = at + mask.trailing_zeros() as usize;
+            if hidden_at(b, i) {
+                return true;
+            }
+            mask &= mask - 1;
+        }
+        at += WINDOW;
+    }
+    (at..b.len()).any(|i| hidden_at(b, i))
+}
 
-/// Past the ASCII bytes of `bytes` from `i`, eight at a time while they last (text that is
-/// not all ASCII is still mostly ASCII), then one at a time.
-fn ascii_end(bytes: &[u8], mut i: usize) -> usize {
-    const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
-    while let Some(word) = bytes
-        .get(i..i + 8)
-        .and_then(|w| <[u8; 8]>::try_from(w).ok())
-        && u64::from_le_bytes(word) & HIGH_BITS == 0
-    {
-        i += 8;
+/// How many places [`candidates`] judges at once.
+const WINDOW: usize = 32;
+
+/// Bit `j` set where `window[j]` is one of [`LEADS`] and `window[j + 1]` a continuation byte:
+/// where a hidden character may start. (The lead bytes are listed rather than looked up in
+/// [`LEADS`]: a table lookup cannot be done for many bytes at once. A test holds the two
+/// together.)
+fn candidates(window: &[u8]) -> u32 {
+    let mut mask = 0u32;
+    for j in 0..WINDOW {
+        let (first, second) = (window[j], window[j + 1]);
+        let lead = first == 0xC2
+            || first == 0xCD
+            || first == 0xD8
+            || first.wrapping_sub(0xDB) < 2
+            || first.wrapping_sub(0xE0) < 4
+            || first == 0xEF
+            || first == 0xF0
+            || first == 0xF3;
+        mask |= u32::from(lead && second & 0xC0 == 0x80) << j;
     }
-    while bytes.get(i).is_some_and(u8::is_ascii) {
-        i += 1;
+    mask
+}
+
+/// Whether a hidden character starts at `b[i]`: its first two bytes start one of [`TABLE`]'s
+/// encodings ([`PAIRS`]), and it is one, well formed.
+fn hidden_at(b: &[u8], i: usize) -> bool {
+    let first = b[i];
+    if !LEADS[usize::from(first)] {
+        return false;
     }
-    i
+    let second = b.get(i + 1).copied().unwrap_or(0);
+    let pair = usize::from(first) << 8 | usize::from(second);
+    let len = match first {
+        0xF0.. => 4,
+        0xE0.. => 3,
+        _ => 2,
+    };
+    PAIRS[pair >> 6] & 1 << (pair & 63) != 0
+        && b.get(i..i + len)
+            .and_then(|s| std::str::from_utf8(s).ok())
+            .and_then(|s| s.chars().next())
+            .is_some_and(is_hidden)
 }
 
 /// One bit for each pair of first two bytes of a UTF-8 encoding, set where one of
@@ -296,6 +312,61 @@ mod tests {
         ));
         assert!(holds_hidden("a\u{202E}b"));
         assert!(holds_hidden("\u{FFFD} caf\u{E9}\u{200B}"));
+    }
+
+    #[test]
+    fn the_window_mask_knows_the_lead_bytes_of_the_table() {
+        for first in 0..=255u8 {
+            let mut window = [first; WINDOW + 1];
+            window[1] = 0x80;
+            assert_eq!(
+                candidates(&window) & 1 == 1,
+                LEADS[usize::from(first)],
+                "{first:#X}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_hidden_character_is_found_at_every_place_of_a_window() {
+        let mut buf = [0u8; 4];
+        for (first, last, _, _) in TABLE {
+            for cp in [*first, *last] {
+                let c = char::from_u32(cp).unwrap_or_default();
+                let c = c.encode_utf8(&mut buf).as_bytes().to_vec();
+                for pad in [
+                    &b"a"[..],
+                    b"\xE9",
+                    "\u{FFFD}".as_bytes(),
+                    "\u{3042}".as_bytes(),
+                ] {
+                    for before in 0..2 * WINDOW + 2 {
+                        let mut text: Vec<u8> = pad.iter().copied().cycle().take(before).collect();
+                        text.extend_from_slice(&c);
+                        text.extend(pad.iter().copied().cycle().take(WINDOW + 3));
+                        assert!(holds_hidden_bytes(&text), "U+{cp:04X} after {before} bytes");
+                        text.truncate(before);
+                        assert!(!holds_hidden_bytes(&text), "{before} bytes of padding");
+                    }
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn bytes_hold_a_hidden_character_when_their_lossy_text_does(
+            bytes in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::prelude::any::<u8>(),
+                    proptest::sample::select(vec![0xE2u8, 0x80, 0xAE, 0xEF, 0xBB, 0xBF, 0xF3, 0xA0, 0x81, b'a']),
+                ],
+                0..200,
+            )
+        ) {
+            let text = String::from_utf8_lossy(&bytes);
+            proptest::prop_assert_eq!(holds_hidden_bytes(&bytes), holds_hidden(&text));
+        }
     }
 
     #[test]

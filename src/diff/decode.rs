@@ -2,8 +2,6 @@
 //! files be reviewed (each undecodable sequence becomes U+FFFD, as `String::from_utf8_lossy`
 //! has it; the property tests in `tests.rs` hold both decodes to it).
 
-use std::ops::Range;
-
 /// `bytes` as text, if they are UTF-8. Checked with SIMD: the standard library's check walks
 /// text that is not all ASCII a byte at a time, four times slower on a big diff.
 pub fn utf8(bytes: &[u8]) -> Option<&str> {
@@ -34,134 +32,6 @@ pub fn lossy_text(bytes: &[u8]) -> String {
     out
 }
 
-/// [`lossy_text`] of `buf[input]`, written into `buf` itself: where the decoded text lies in
-/// `buf` afterwards.
-///
-/// A diff read from a file is decoded where it was read, so that the decode writes into
-/// memory the read has already touched rather than into a fresh copy: first touching memory
-/// costs more than the decode on a virtual machine (docs/benchmarks.md). The text grows
-/// (U+FFFD is three bytes where a bad byte was one) into the room the caller left around
-/// `input`; a caller that allocates it zeroed (`vec![0; n]`) gets it without touching it.
-/// A large input is decoded in two halves at once: the first forward into the room before
-/// it, the second backward into the room after it, and the second's text is then moved up
-/// to meet the first's. A half whose text outgrows its room has the rest decoded apart and
-/// joined: slower, the same text.
-pub fn lossy_in_place(buf: &mut Vec<u8>, input: Range<usize>) -> Range<usize> {
-    let two = crate::par::threads() > 1 && input.len() >= HALVES_FROM_BYTES;
-    decode_in_place(buf, input, two, true)
-}
-
-/// From this much input a lossy decode runs in two halves at once. By stage
-/// (`scripts/bench-stages.sh`), the 1.5 MB non-utf8 diff decoded in 1.4-1.55 ms in one piece
-/// and 1.95-1.98 ms in two; chardet's history (8.7 MB) in 17-21 ms in two, where one piece
-/// outgrew its room (30-32 ms).
-const HALVES_FROM_BYTES: usize = 4 * 1024 * 1024;
-
-/// [`lossy_in_place`], in two halves or in one; the second half on a thread of its own when
-/// `threaded` (the tests decode thousands of short texts in halves on one thread).
-pub(super) fn decode_in_place(
-    buf: &mut Vec<u8>,
-    input: Range<usize>,
-    two: bool,
-    threaded: bool,
-) -> Range<usize> {
-    if !two || input.is_empty() {
-        let (head, text) = backward(&mut buf[input.start..], input.len());
-        let text = input.start + text.start..input.start + text.end;
-        return join(buf, [0..0, text], [String::new(), head]);
-    }
-    let cut = safe_cut(buf, input.start + input.len() / 2).max(input.start);
-    let (front, back) = buf.split_at_mut(cut);
-    let back_len = input.end - cut;
-    let ((first, rest), (head, second)) = match threaded {
-        true => std::thread::scope(|scope| {
-            let second = scope.spawn(|| backward(back, back_len));
-            let first = forward(front, input.start);
-            // A panic in the helper is a bug: raised again here.
-            let second = second
-                .join()
-                .unwrap_or_else(|e| std::panic::resume_unwind(e));
-            (first, second)
-        }),
-        false => (forward(front, input.start), backward(back, back_len)),
-    };
-    let second = cut + second.start..cut + second.end;
-    join(buf, [first, second], [rest, head])
-}
-
-/// The text of `[in place, apart, apart, in place]` as one range of `buf`: the second part in
-/// place moved up to the first when nothing was decoded apart, else all four copied anew.
-fn join(
-    buf: &mut Vec<u8>,
-    [first, second]: [Range<usize>; 2],
-    [rest, head]: [String; 2],
-) -> Range<usize> {
-    if rest.is_empty() && head.is_empty() {
-        if first.is_empty() {
-            return second;
-        }
-        let len = second.len();
-        buf.copy_within(second, first.end);
-        return first.start..first.end + len;
-    }
-    let mut text = Vec::with_capacity(first.len() + rest.len() + head.len() + second.len());
-    text.extend_from_slice(&buf[first]);
-    text.extend_from_slice(rest.as_bytes());
-    text.extend_from_slice(head.as_bytes());
-    text.extend_from_slice(&buf[second]);
-    *buf = text;
-    0..buf.len()
-}
-
-/// Decodes `buf[from..]` forward into `buf` from its start (the room before `from`): the text
-/// written in place, and the text of the rest decoded apart once a block's text would reach
-/// into bytes not yet decoded.
-fn forward(buf: &mut [u8], from: usize) -> (Range<usize>, String) {
-    let mut fixed = Vec::new();
-    let (mut write, mut read) = (0, from);
-    while read < buf.len() {
-        let end = read + block_end(&buf[read..]);
-        if utf8(&buf[read..end]).is_some() {
-            buf.copy_within(read..end, write);
-            write += end - read;
-        } else {
-            let n = replace_bad_sequences(&buf[read..end], &mut fixed);
-            if write + n > end {
-                return (0..write, lossy_text(&buf[read..]));
-            }
-            buf[write..write + n].copy_from_slice(&fixed[..n]);
-            write += n;
-        }
-        read = end;
-    }
-    (0..write, String::new())
-}
-
-/// Decodes `buf[..len]` backward, a block at a time from its end, each block's text written
-/// just before the text of the block after it, the last ending at the end of `buf` (the room
-/// after `len`): the text decoded apart once a block's text would reach into bytes not yet
-/// decoded, and the text written in place.
-fn backward(buf: &mut [u8], len: usize) -> (String, Range<usize>) {
-    let mut fixed = Vec::new();
-    let (mut write, mut end) = (buf.len(), len);
-    while end > 0 {
-        let start = block_start(buf, end);
-        if utf8(&buf[start..end]).is_some() {
-            write -= end - start;
-            buf.copy_within(start..end, write);
-        } else {
-            let n = replace_bad_sequences(&buf[start..end], &mut fixed);
-            let Some(to) = write.checked_sub(n).filter(|&to| to >= start) else {
-                return (lossy_text(&buf[..end]), write..buf.len());
-            };
-            buf[to..write].copy_from_slice(&fixed[..n]);
-            write = to;
-        }
-        end = start;
-    }
-    (String::new(), write..buf.len())
-}
-
 const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
 
 /// How much of the input the lossy decodes take at a time.
@@ -173,15 +43,6 @@ fn block_end(bytes: &[u8]) -> usize {
     match bytes.len() {
         n if n <= LOSSY_BLOCK => n,
         _ => safe_cut(bytes, LOSSY_BLOCK),
-    }
-}
-
-/// Where the block that ends at `end` of `bytes` starts: [`LOSSY_BLOCK`] bytes back, moved
-/// back to a [`safe_cut`].
-fn block_start(bytes: &[u8], end: usize) -> usize {
-    match end.checked_sub(LOSSY_BLOCK) {
-        Some(cut) if cut > 0 => safe_cut(bytes, cut),
-        _ => 0,
     }
 }
 

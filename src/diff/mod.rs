@@ -2,7 +2,10 @@
 //! can carry a review comment on.
 //!
 //! The diff owns its text; files and hunks hold byte ranges into it, so parsing copies nothing
-//! and the lines of a hunk are walked on demand.
+//! and the lines of a hunk are walked on demand. A diff whose bytes are not all UTF-8 (a
+//! Latin-1 file in it) is kept as bytes: the checks that look at every line read the bytes,
+//! and the text is decoded (each undecodable sequence as U+FFFD) only when something asks
+//! for it, a file at a time.
 
 mod decode;
 mod parse;
@@ -11,10 +14,11 @@ mod tests;
 
 use std::borrow::Cow;
 use std::ops::Range;
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-pub use decode::{lossy_in_place, lossy_text, utf8};
+pub use decode::{lossy_text, utf8};
 pub use parse::ParseError;
 
 /// Which side of the diff a line number refers to (GitHub's `side`).
@@ -137,9 +141,95 @@ impl FileDiff {
 /// A parsed diff: the text it was parsed from and its files, in order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Diff {
-    /// Borrowed only from text that lives as long as the process (the CLI's diff file).
-    text: Cow<'static, str>,
+    text: Text,
     files: Vec<FileDiff>,
+}
+
+/// What a diff was parsed from. Every range of its files and hunks is a range of these bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Text {
+    /// UTF-8, as nearly every diff is: its ranges slice it as they are. Borrowed only from
+    /// text that lives as long as the process (the CLI's diff file).
+    Utf8(Cow<'static, str>),
+    /// Bytes that are not all UTF-8.
+    Lossy(Box<Lossy>),
+}
+
+impl Default for Text {
+    fn default() -> Self {
+        Text::Utf8(Cow::Borrowed(""))
+    }
+}
+
+impl Text {
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Text::Utf8(s) => s.as_bytes(),
+            Text::Lossy(l) => &l.bytes,
+        }
+    }
+}
+
+/// A diff's bytes that are not all UTF-8, and their text, decoded when first asked for.
+#[derive(Debug, Clone)]
+pub(crate) struct Lossy {
+    bytes: Cow<'static, [u8]>,
+    /// The whole text, for [`Diff::text`].
+    whole: OnceLock<String>,
+    /// Each file's text, in the order of [`Diff::files`], decoded when first asked for.
+    files: OnceLock<Vec<OnceLock<DecodedFile>>>,
+}
+
+impl Lossy {
+    pub(crate) fn new(bytes: Cow<'static, [u8]>) -> Box<Self> {
+        Box::new(Lossy {
+            bytes,
+            whole: OnceLock::new(),
+            files: OnceLock::new(),
+        })
+    }
+}
+
+/// The decoded bytes are the whole of it: what was decoded from them follows.
+impl PartialEq for Lossy {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes == other.bytes
+    }
+}
+
+impl Eq for Lossy {}
+
+/// One file of a lossy diff, decoded, and where its hunks are in its text.
+#[derive(Debug, Clone)]
+struct DecodedFile {
+    text: String,
+    /// Each hunk's header and body.
+    hunks: Vec<[Range<usize>; 2]>,
+}
+
+impl DecodedFile {
+    /// Decodes `file` from `bytes` a piece at a time, cut where its ranges start and end: each
+    /// cut lies before a line break or after one, where no sequence is cut, so each piece
+    /// decodes as it does in the whole.
+    fn new(bytes: &[u8], file: &FileDiff) -> Self {
+        let mut text = String::with_capacity(file.text.len());
+        let mut from = file.text.start;
+        // Decodes the bytes from `from` to `end` onto `text`: its length after.
+        let mut to = |text: &mut String, end: usize| -> usize {
+            text.push_str(&lossy_text(bytes.get(from..end).unwrap_or_default()));
+            from = end;
+            text.len()
+        };
+        let mut hunks = Vec::with_capacity(file.hunks.len());
+        for h in &file.hunks {
+            let header_start = to(&mut text, h.header.start);
+            let header = header_start..to(&mut text, h.header.end);
+            let body_start = to(&mut text, h.body.start);
+            hunks.push([header, body_start..to(&mut text, h.body.end)]);
+        }
+        to(&mut text, file.text.end);
+        DecodedFile { text, hunks }
+    }
 }
 
 impl Diff {
@@ -148,13 +238,22 @@ impl Diff {
     /// Empty input is an empty diff. Input that is not a diff, a truncated hunk or a hunk header
     /// whose numbers overflow is an error naming the line where it went wrong.
     pub fn parse(text: impl Into<String>) -> Result<Diff, ParseError> {
-        parse::parse_diff(Cow::Owned(text.into()))
+        parse::parse_diff(Text::Utf8(Cow::Owned(text.into())))
     }
 
     /// [`Diff::parse`] of text that lives as long as the process, which the diff borrows
     /// rather than copies.
     pub fn parse_static(text: &'static str) -> Result<Diff, ParseError> {
-        parse::parse_diff(Cow::Borrowed(text))
+        parse::parse_diff(Text::Utf8(Cow::Borrowed(text)))
+    }
+
+    /// [`Diff::parse_static`] of bytes that may not be UTF-8: each undecodable sequence reads
+    /// as U+FFFD, as `String::from_utf8_lossy` has it.
+    pub fn parse_static_bytes(bytes: &'static [u8]) -> Result<Diff, ParseError> {
+        match utf8(bytes) {
+            Some(text) => Diff::parse_static(text),
+            None => parse::parse_diff(Text::Lossy(Lossy::new(Cow::Borrowed(bytes)))),
+        }
     }
 
     /// Builds a diff from GitHub's per-file records: each `patch` starts at `@@` and has no
@@ -167,6 +266,11 @@ impl Diff {
 
     pub fn files(&self) -> &[FileDiff] {
         &self.files
+    }
+
+    /// Whether the diff's bytes are not all UTF-8.
+    pub fn is_lossy(&self) -> bool {
+        matches!(self.text, Text::Lossy(_))
     }
 
     /// The file whose `path()` (or old path) is `path`.
@@ -189,14 +293,11 @@ impl Diff {
             .map(|(_, f)| f)
             .collect();
         // Sized once: growing a multi-megabyte buffer by doubling costs more than the copy.
-        let mut text = String::with_capacity(kept.iter().map(|f| f.text.len()).sum());
+        let mut text = Builder::new(&self.text, kept.iter().map(|f| f.text.len()).sum());
         let mut files = Vec::with_capacity(kept.len());
         for f in kept {
-            let Some(part) = self.text.get(f.text.clone()) else {
-                continue;
-            };
             let base = text.len();
-            text.push_str(part);
+            text.push(f.text.clone());
             // Every range of a file lies inside its text, so shifting by one offset rebases it.
             let shift = |r: &Range<usize>| {
                 r.start.saturating_sub(f.text.start) + base
@@ -211,7 +312,7 @@ impl Diff {
             files.push(g);
         }
         Diff {
-            text: text.into(),
+            text: text.finish(),
             files,
         }
     }
@@ -221,12 +322,16 @@ impl Diff {
     /// files' alone). On a multi-megabyte diff the copy cost more than the rest of the gate.
     pub fn retain(&mut self, keep: impl FnMut(&FileDiff) -> bool) {
         self.files.retain(keep);
+        if let Text::Lossy(l) = &mut self.text {
+            // Decoded for the files as they were.
+            l.files = OnceLock::new();
+        }
     }
 
     /// Keeps only the hunks `keep` selects; a file left with none of its hunks is dropped. The
     /// text is rebuilt from the file headers and the kept hunks, so it stays a valid diff.
     pub fn retain_hunks(&mut self, mut keep: impl FnMut(&FileDiff, &Hunk) -> bool) {
-        let mut text = String::with_capacity(self.text.len());
+        let mut text = Builder::new(&self.text, self.text.bytes().len());
         let mut files = Vec::with_capacity(self.files.len());
         for f in &self.files {
             let kept: Vec<&Hunk> = f.hunks.iter().filter(|h| keep(f, h)).collect();
@@ -236,23 +341,18 @@ impl Diff {
             let start = text.len();
             // The file's headers: everything before its first hunk.
             let header_end = f.hunks.first().map_or(f.text.end, |h| h.header.start);
-            text.push_str(self.text.get(f.text.start..header_end).unwrap_or_default());
+            text.push(f.text.start..header_end);
             let mut g = f.clone();
             g.hunks.clear();
             for h in kept {
                 let mut h2 = h.clone();
-                let header = self.text.get(h.header.clone()).unwrap_or_default();
                 let hs = text.len();
-                text.push_str(header);
+                text.push(h.header.clone());
+                h2.header = hs..text.len();
                 // Header ranges exclude the line break; the body starts on the next line.
-                let gap = self
-                    .text
-                    .get(h.header.end..h.body.start)
-                    .unwrap_or_default();
-                text.push_str(gap);
-                h2.header = hs..hs + header.len();
+                text.push(h.header.end..h.body.start);
                 let bs = text.len();
-                text.push_str(self.text.get(h.body.clone()).unwrap_or_default());
+                text.push(h.body.clone());
                 h2.body = bs..text.len();
                 g.hunks.push(h2);
             }
@@ -260,31 +360,78 @@ impl Diff {
             files.push(g);
         }
         *self = Diff {
-            text: text.into(),
+            text: text.finish(),
             files,
         };
     }
 
     /// The whole text the diff was parsed from.
     pub fn text(&self) -> &str {
-        &self.text
+        match &self.text {
+            Text::Utf8(s) => s,
+            Text::Lossy(l) => l.whole.get_or_init(|| lossy_text(&l.bytes)),
+        }
     }
 
     /// The lines of one hunk of `file`, with their numbers.
     pub fn hunk_lines<'a>(&'a self, hunk: &Hunk) -> HunkLines<'a> {
-        // `get`: a hunk of another diff must not panic (it just yields nothing useful).
-        let body = self.text.get(hunk.body.clone()).unwrap_or_default();
-        HunkLines::new(body, hunk.old_start, hunk.new_start)
+        HunkLines::new(self.hunk_body(hunk), hunk.old_start, hunk.new_start)
+    }
+
+    /// [`Diff::hunk_lines`] as bytes, as the diff has them: nothing is decoded.
+    pub fn hunk_byte_lines<'a>(&'a self, hunk: &Hunk) -> HunkByteLines<'a> {
+        let body = self.text.bytes().get(hunk.body.clone()).unwrap_or_default();
+        HunkByteLines(Lines::new(body, hunk.old_start, hunk.new_start))
     }
 
     /// The raw text of a hunk's body: its lines as the diff has them, prefixes included.
     pub fn hunk_body(&self, hunk: &Hunk) -> &str {
-        self.text.get(hunk.body.clone()).unwrap_or_default()
+        // `get`: a hunk of another diff must not panic (it just yields nothing useful).
+        self.slice(hunk, |h| &h.body, |d| &d[1])
     }
 
     /// The hunk's `@@ -a,b +c,d @@ section` header line.
     pub fn hunk_header(&self, hunk: &Hunk) -> &str {
-        self.text.get(hunk.header.clone()).unwrap_or_default()
+        self.slice(hunk, |h| &h.header, |d| &d[0])
+    }
+
+    /// The text of `pick(hunk)`: for a lossy diff, the decoded text of `pick_decoded` of the
+    /// hunk's place in its file.
+    fn slice(
+        &self,
+        hunk: &Hunk,
+        pick: impl Fn(&Hunk) -> &Range<usize>,
+        pick_decoded: impl Fn(&[Range<usize>; 2]) -> &Range<usize>,
+    ) -> &str {
+        match &self.text {
+            Text::Utf8(s) => s.get(pick(hunk).clone()),
+            Text::Lossy(l) => self.hunk_place(hunk).and_then(|(i, j)| {
+                let decoded = self.decoded(l, i);
+                decoded.text.get(pick_decoded(&decoded.hunks[j]).clone())
+            }),
+        }
+        .unwrap_or_default()
+    }
+
+    /// Where `hunk` is: its file's index and its own in that file.
+    fn hunk_place(&self, hunk: &Hunk) -> Option<(usize, usize)> {
+        let i = self
+            .files
+            .partition_point(|f| f.text.end <= hunk.header.start);
+        let hunks = &self.files.get(i)?.hunks;
+        let j = hunks
+            .binary_search_by_key(&hunk.header.start, |h| h.header.start)
+            .ok()
+            .filter(|&j| hunks[j] == *hunk)?;
+        Some((i, j))
+    }
+
+    /// File `i` of a lossy diff, decoded.
+    fn decoded<'a>(&'a self, lossy: &'a Lossy, i: usize) -> &'a DecodedFile {
+        let files = lossy
+            .files
+            .get_or_init(|| self.files.iter().map(|_| OnceLock::new()).collect());
+        files[i].get_or_init(|| DecodedFile::new(&lossy.bytes, &self.files[i]))
     }
 
     /// The section text after the header's second `@@` (often the enclosing function), or "".
@@ -310,7 +457,57 @@ impl Diff {
 
     /// The unified-diff text of one file (headers and hunks), as sent to a lens.
     pub fn file_text(&self, file: &FileDiff) -> &str {
-        self.text.get(file.text.clone()).unwrap_or_default()
+        match &self.text {
+            Text::Utf8(s) => s.get(file.text.clone()),
+            Text::Lossy(l) => self
+                .files
+                .binary_search_by_key(&file.text.start, |f| f.text.start)
+                .ok()
+                .filter(|&i| self.files[i].text == file.text)
+                .map(|i| self.decoded(l, i).text.as_str()),
+        }
+        .unwrap_or_default()
+    }
+
+    /// [`Diff::file_text`] as bytes, as the diff has them: nothing is decoded.
+    pub fn file_bytes(&self, file: &FileDiff) -> &[u8] {
+        self.text.bytes().get(file.text.clone()).unwrap_or_default()
+    }
+}
+
+/// A diff's text made anew from ranges of another's, of the same kind.
+enum Builder<'t> {
+    Utf8(&'t str, String),
+    Bytes(&'t [u8], Vec<u8>),
+}
+
+impl<'t> Builder<'t> {
+    fn new(from: &'t Text, capacity: usize) -> Self {
+        match from {
+            Text::Utf8(s) => Builder::Utf8(s, String::with_capacity(capacity)),
+            Text::Lossy(l) => Builder::Bytes(&l.bytes, Vec::with_capacity(capacity)),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Builder::Utf8(_, out) => out.len(),
+            Builder::Bytes(_, out) => out.len(),
+        }
+    }
+
+    fn push(&mut self, range: Range<usize>) {
+        match self {
+            Builder::Utf8(from, out) => out.push_str(from.get(range).unwrap_or_default()),
+            Builder::Bytes(from, out) => out.extend_from_slice(from.get(range).unwrap_or_default()),
+        }
+    }
+
+    fn finish(self) -> Text {
+        match self {
+            Builder::Utf8(_, out) => Text::Utf8(Cow::Owned(out)),
+            Builder::Bytes(_, out) => Text::Lossy(Lossy::new(Cow::Owned(out))),
+        }
     }
 }
 
@@ -328,17 +525,15 @@ pub struct PatchFile<'p> {
 /// Iterator over the lines of a hunk body. Skips `\ No newline at end of file` markers.
 #[derive(Debug, Clone)]
 pub struct HunkLines<'a> {
-    rest: &'a str,
-    old: u32,
-    new: u32,
+    body: &'a str,
+    lines: Lines<'a>,
 }
 
 impl<'a> HunkLines<'a> {
     fn new(body: &'a str, old_start: u32, new_start: u32) -> Self {
         Self {
-            rest: body,
-            old: old_start,
-            new: new_start,
+            body,
+            lines: Lines::new(body.as_bytes(), old_start, new_start),
         }
     }
 }
@@ -347,60 +542,109 @@ impl<'a> Iterator for HunkLines<'a> {
     type Item = DiffLine<'a>;
 
     fn next(&mut self) -> Option<DiffLine<'a>> {
+        let (line, at) = self.lines.next()?;
+        Some(DiffLine {
+            kind: line.kind,
+            old: line.old,
+            new: line.new,
+            // Cut after a prefix byte and before a line break: on character boundaries.
+            text: self.body.get(at..at + line.text.len()).unwrap_or_default(),
+        })
+    }
+}
+
+/// One line inside a hunk, as the diff's bytes have it ([`Diff::hunk_byte_lines`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteLine<'a> {
+    pub kind: LineKind,
+    pub old: Option<u32>,
+    pub new: Option<u32>,
+    /// As [`DiffLine::text`], not decoded.
+    pub text: &'a [u8],
+}
+
+/// [`HunkLines`] as bytes.
+#[derive(Debug, Clone)]
+pub struct HunkByteLines<'a>(Lines<'a>);
+
+impl<'a> Iterator for HunkByteLines<'a> {
+    type Item = ByteLine<'a>;
+
+    fn next(&mut self) -> Option<ByteLine<'a>> {
+        self.0.next().map(|(line, _)| line)
+    }
+}
+
+/// The walk both line iterators share: each line, and where its content starts in the body.
+#[derive(Debug, Clone)]
+struct Lines<'a> {
+    body: &'a [u8],
+    pos: usize,
+    old: u32,
+    new: u32,
+}
+
+impl<'a> Lines<'a> {
+    fn new(body: &'a [u8], old: u32, new: u32) -> Self {
+        Lines {
+            body,
+            pos: 0,
+            old,
+            new,
+        }
+    }
+
+    fn next(&mut self) -> Option<(ByteLine<'a>, usize)> {
         loop {
-            if self.rest.is_empty() {
-                return None;
+            let start = self.pos;
+            let rest = self.body.get(start..).filter(|r| !r.is_empty())?;
+            let (mut end, next) = match memchr::memchr(b'\n', rest) {
+                Some(i) => (start + i, start + i + 1),
+                None => (self.body.len(), self.body.len()),
+            };
+            self.pos = next;
+            if end > start && self.body[end - 1] == b'\r' {
+                end -= 1;
             }
-            let end =
-                memchr::memchr(b'\n', self.rest.as_bytes()).map_or(self.rest.len(), |i| i + 1);
-            let (raw, rest) = self.rest.split_at(end);
-            self.rest = rest;
-            let raw = raw.strip_suffix('\n').unwrap_or(raw);
-            let raw = raw.strip_suffix('\r').unwrap_or(raw);
-            let (kind, text) = match raw.as_bytes().first() {
-                Some(b'+') => (LineKind::Added, &raw[1..]),
-                Some(b'-') => (LineKind::Removed, &raw[1..]),
-                Some(b' ') => (LineKind::Context, &raw[1..]),
+            let kind = match self.body[start..end].first() {
+                Some(b'+') => LineKind::Added,
+                Some(b'-') => LineKind::Removed,
+                Some(b' ') => LineKind::Context,
                 // An empty line inside a hunk is a context line whose space was stripped
                 // (some editors and mailers do that).
-                None => (LineKind::Context, raw),
+                None => {
+                    let (old, new) = (self.old, self.new);
+                    self.old = old.saturating_add(1);
+                    self.new = new.saturating_add(1);
+                    let line = ByteLine {
+                        kind: LineKind::Context,
+                        old: Some(old),
+                        new: Some(new),
+                        text: &[],
+                    };
+                    return Some((line, start));
+                }
                 // `\ No newline at end of file` and anything the parser already vetted.
                 _ => continue,
             };
-            let line = match kind {
-                LineKind::Added => {
-                    let l = DiffLine {
-                        kind,
-                        old: None,
-                        new: Some(self.new),
-                        text,
-                    };
-                    self.new = self.new.saturating_add(1);
-                    l
-                }
-                LineKind::Removed => {
-                    let l = DiffLine {
-                        kind,
-                        old: Some(self.old),
-                        new: None,
-                        text,
-                    };
-                    self.old = self.old.saturating_add(1);
-                    l
-                }
-                LineKind::Context => {
-                    let l = DiffLine {
-                        kind,
-                        old: Some(self.old),
-                        new: Some(self.new),
-                        text,
-                    };
-                    self.old = self.old.saturating_add(1);
-                    self.new = self.new.saturating_add(1);
-                    l
-                }
+            let (old, new) = match kind {
+                LineKind::Added => (None, Some(self.new)),
+                LineKind::Removed => (Some(self.old), None),
+                LineKind::Context => (Some(self.old), Some(self.new)),
             };
-            return Some(line);
+            if old.is_some() {
+                self.old = self.old.saturating_add(1);
+            }
+            if new.is_some() {
+                self.new = self.new.saturating_add(1);
+            }
+            let line = ByteLine {
+                kind,
+                old,
+                new,
+                text: &self.body[start + 1..end],
+            };
+            return Some((line, start + 1));
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The unified-diff parser.
 //!
-//! It works on the bytes of the (already valid UTF-8) text and only slices `&str`s at ASCII
-//! boundaries, so nothing is re-validated. Hunk bodies are skipped by their header's counts
+//! It works on the bytes of the text, UTF-8 or not: only header values (paths, modes) are
+//! read as text, each decoded on its own. Hunk bodies are skipped by their header's counts
 //! with one `memchr` per line and a look at its first byte; the only allocations are paths,
 //! modes and the per-file hunk vectors (which are the whole index).
 //!
@@ -11,13 +11,14 @@
 //! file header"): `Diff::parse` cannot guess the file, and GitHub's header-less per-file
 //! patches go through `Diff::from_patches` instead.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::fmt::Write as _;
 use std::ops::Range;
 
 use memchr::memchr;
 
-use super::{Diff, FileDiff, FileStatus, Hunk, PatchFile};
+use super::{Diff, FileDiff, FileStatus, Hunk, PatchFile, Text};
 
 /// Why a diff could not be parsed, naming the place where it went wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,14 +66,16 @@ fn snippet(bytes: &[u8]) -> String {
     }
 }
 
-pub(super) fn parse_diff(text: std::borrow::Cow<'static, str>) -> Result<Diff, ParseError> {
-    let pieces = match text.len() >= PIECES_FROM_BYTES && crate::par::threads() > 1 {
-        true => parse_in_pieces(&text, text.len().div_ceil(crate::par::threads() * 8)),
+pub(super) fn parse_diff(text: Text) -> Result<Diff, ParseError> {
+    let bytes = text.bytes();
+    let pieces = match bytes.len() >= PIECES_FROM_BYTES && crate::par::threads() > 1 {
+        true => parse_in_pieces(bytes, bytes.len().div_ceil(crate::par::threads() * 8)),
         false => None,
     };
+    let blank = || String::from_utf8_lossy(bytes).trim().is_empty();
     let files = pieces
-        .map_or_else(|| parse_files(&text, 0), Ok)
-        .and_then(|files| match files.is_empty() && !text.trim().is_empty() {
+        .map_or_else(|| parse_files(bytes, 0), Ok)
+        .and_then(|files| match files.is_empty() && !blank() {
             true => Err(error(
                 1,
                 "not a unified diff: no \"diff --git\" or \"---\"/\"+++\" file header found",
@@ -81,7 +84,7 @@ pub(super) fn parse_diff(text: std::borrow::Cow<'static, str>) -> Result<Diff, P
         })
         .map_err(|mut e| {
             // Looked for only on failure: a valid diff pays nothing for it.
-            e.coloured = looks_coloured(&text);
+            e.coloured = looks_coloured(bytes);
             e
         })?;
     Ok(Diff { text, files })
@@ -89,8 +92,8 @@ pub(super) fn parse_diff(text: std::borrow::Cow<'static, str>) -> Result<Diff, P
 
 /// Whether some line starts with an ANSI escape sequence (`ESC [`), as every header line of
 /// `git diff --color=always` does.
-fn looks_coloured(text: &str) -> bool {
-    text.starts_with("\x1b[") || memchr::memmem::find(text.as_bytes(), b"\n\x1b[").is_some()
+fn looks_coloured(text: &[u8]) -> bool {
+    text.starts_with(b"\x1b[") || memchr::memmem::find(text, b"\n\x1b[").is_some()
 }
 
 /// One line of the input: `start..end` is its content without `\n` / `\r\n`, `next` where the
@@ -104,13 +107,13 @@ struct Line {
 
 /// A position in the text, with the 1-based number of the line it is at.
 struct Cursor<'t> {
-    text: &'t str,
+    text: &'t [u8],
     pos: usize,
     line_no: usize,
 }
 
 impl<'t> Cursor<'t> {
-    fn new(text: &'t str, pos: usize) -> Self {
+    fn new(text: &'t [u8], pos: usize) -> Self {
         Cursor {
             text,
             pos,
@@ -119,7 +122,7 @@ impl<'t> Cursor<'t> {
     }
 
     fn line_at(&self, pos: usize) -> Option<Line> {
-        let bytes = self.text.as_bytes();
+        let bytes = self.text;
         let rest = bytes.get(pos..).filter(|r| !r.is_empty())?;
         let (mut end, next) = match memchr(b'\n', rest) {
             Some(i) => (pos + i, pos + i + 1),
@@ -145,17 +148,17 @@ impl<'t> Cursor<'t> {
     }
 
     fn bytes(&self, line: Line) -> &'t [u8] {
-        self.text
-            .as_bytes()
-            .get(line.start..line.end)
-            .unwrap_or_default()
+        self.text.get(line.start..line.end).unwrap_or_default()
     }
 
-    /// `line` from byte `skip` on (a prefix already matched, so an ASCII boundary).
-    fn str_from(&self, line: Line, skip: usize) -> &'t str {
-        self.text
-            .get(line.start + skip..line.end)
-            .unwrap_or_default()
+    /// `line` from byte `skip` on, as text: a header value, decoded on its own (a path in a
+    /// legacy encoding reads with U+FFFD, as in the decoded diff).
+    fn str_from(&self, line: Line, skip: usize) -> Cow<'t, str> {
+        String::from_utf8_lossy(
+            self.text
+                .get(line.start + skip..line.end)
+                .unwrap_or_default(),
+        )
     }
 
     fn advance(&mut self, line: Line) {
@@ -174,11 +177,11 @@ const PIECES_FROM_BYTES: usize = 16 * 1024 * 1024;
 /// line of a hunk starts with ` `, `+`, `-` or `\\`). `None` when the text has only one piece,
 /// or when a piece does not parse: the whole text is then parsed in one piece, so that the
 /// error names its line in the whole text.
-pub(super) fn parse_in_pieces(text: &str, size: usize) -> Option<Vec<FileDiff>> {
+pub(super) fn parse_in_pieces(text: &[u8], size: usize) -> Option<Vec<FileDiff>> {
     let finder = memchr::memmem::Finder::new(b"\ndiff --git ");
     let mut starts = vec![0];
     let mut at = size;
-    while let Some(found) = text.as_bytes().get(at..).and_then(|rest| finder.find(rest)) {
+    while let Some(found) = text.get(at..).and_then(|rest| finder.find(rest)) {
         let start = at + found + 1;
         starts.push(start);
         at = start + size;
@@ -204,7 +207,7 @@ pub(super) fn parse_in_pieces(text: &str, size: usize) -> Option<Vec<FileDiff>> 
 
 /// The files of `text` from byte `start` (a line start) to its end (none for text without a
 /// file header: [`parse_diff`] says that the whole is no diff).
-fn parse_files(text: &str, start: usize) -> Result<Vec<FileDiff>, ParseError> {
+fn parse_files(text: &[u8], start: usize) -> Result<Vec<FileDiff>, ParseError> {
     let mut cur = Cursor::new(text, start);
     let mut files = Vec::new();
     while let Some(line) = cur.peek() {
@@ -405,7 +408,7 @@ fn percent(value: &str) -> Option<u8> {
 /// One `diff --git` section: extended headers, then `---`/`+++` and hunks, or a binary note.
 fn git_file(cur: &mut Cursor<'_>, first: Line) -> Result<FileDiff, ParseError> {
     let start = first.start;
-    let names = parse_git_names(cur.str_from(first, "diff --git ".len()));
+    let names = parse_git_names(&cur.str_from(first, "diff --git ".len()));
     cur.advance(first);
 
     let mut f = FileDiff {
@@ -429,29 +432,29 @@ fn git_file(cur: &mut Cursor<'_>, first: Line) -> Result<FileDiff, ParseError> {
         let b = cur.bytes(line);
         let value = |prefix: &str| cur.str_from(line, prefix.len());
         if b.starts_with(b"old mode ") {
-            f.old_mode = mode(value("old mode "));
+            f.old_mode = mode(&value("old mode "));
         } else if b.starts_with(b"new mode ") {
-            f.new_mode = mode(value("new mode "));
+            f.new_mode = mode(&value("new mode "));
         } else if b.starts_with(b"deleted file mode ") {
-            f.old_mode = mode(value("deleted file mode "));
+            f.old_mode = mode(&value("deleted file mode "));
             deleted = true;
         } else if b.starts_with(b"new file mode ") {
-            f.new_mode = mode(value("new file mode "));
+            f.new_mode = mode(&value("new file mode "));
             added = true;
         } else if b.starts_with(b"rename from ") {
-            rename_from = header_path(value("rename from "), false);
+            rename_from = header_path(&value("rename from "), false);
         } else if b.starts_with(b"rename to ") {
-            rename_to = header_path(value("rename to "), false);
+            rename_to = header_path(&value("rename to "), false);
         } else if b.starts_with(b"rename old ") {
-            rename_from = header_path(value("rename old "), false);
+            rename_from = header_path(&value("rename old "), false);
         } else if b.starts_with(b"rename new ") {
-            rename_to = header_path(value("rename new "), false);
+            rename_to = header_path(&value("rename new "), false);
         } else if b.starts_with(b"copy from ") {
-            copy_from = header_path(value("copy from "), false);
+            copy_from = header_path(&value("copy from "), false);
         } else if b.starts_with(b"copy to ") {
-            copy_to = header_path(value("copy to "), false);
+            copy_to = header_path(&value("copy to "), false);
         } else if b.starts_with(b"similarity index ") {
-            similarity = percent(value("similarity index "));
+            similarity = percent(&value("similarity index "));
         } else if b.starts_with(b"dissimilarity index ") {
             // A complete rewrite; the hunks say it all.
         } else if b.starts_with(b"index ") {
@@ -479,9 +482,9 @@ fn git_file(cur: &mut Cursor<'_>, first: Line) -> Result<FileDiff, ParseError> {
                     "a \"---\" header must be followed by \"+++\"",
                 ));
             };
-            minus = Some(header_path(value("--- "), true).map(|p| unprefix(p, names.prefixed)));
+            minus = Some(header_path(&value("--- "), true).map(|p| unprefix(p, names.prefixed)));
             plus = Some(
-                header_path(cur.str_from(next, "+++ ".len()), true)
+                header_path(&cur.str_from(next, "+++ ".len()), true)
                     .map(|p| unprefix(p, names.prefixed)),
             );
             cur.advance(line);
@@ -568,12 +571,12 @@ fn skip_binary_patch(cur: &mut Cursor<'_>) {
 /// A unified diff without `diff --git`: `--- old` / `+++ new`, then hunks.
 fn plain_file(cur: &mut Cursor<'_>, minus_line: Line) -> Result<FileDiff, ParseError> {
     let start = minus_line.start;
-    let old = header_path(cur.str_from(minus_line, 4), true);
+    let old = header_path(&cur.str_from(minus_line, 4), true);
     cur.advance(minus_line);
     let plus_line = cur
         .peek()
         .ok_or_else(|| error(cur.line_no, "missing \"+++\" line"))?;
-    let new = header_path(cur.str_from(plus_line, 4), true);
+    let new = header_path(&cur.str_from(plus_line, 4), true);
     cur.advance(plus_line);
 
     // Strip git-style `a/`, `b/` prefixes only when every present side carries them.
@@ -645,11 +648,7 @@ fn parse_hunks(cur: &mut Cursor<'_>, hunks: &mut Vec<Hunk>) -> Result<(), ParseE
             _ => false,
         };
         if stray && let Some(last) = hunks.last() {
-            let header = cur
-                .text
-                .as_bytes()
-                .get(last.header.clone())
-                .unwrap_or_default();
+            let header = cur.text.get(last.header.clone()).unwrap_or_default();
             return Err(error(
                 cur.line_no,
                 format!(
@@ -671,7 +670,7 @@ fn hunk_body(
     header: &[u8],
     header_line: usize,
 ) -> Result<(), ParseError> {
-    let bytes = cur.text.as_bytes();
+    let bytes = cur.text;
     let mut pos = cur.pos;
     let mut line_no = cur.line_no;
     while old != 0 || new != 0 {
@@ -916,7 +915,7 @@ pub(super) fn from_patches<'p>(
             if !patch.ends_with('\n') {
                 text.push('\n');
             }
-            let mut cur = Cursor::new(&text, body);
+            let mut cur = Cursor::new(text.as_bytes(), body);
             parse_hunks(&mut cur, &mut hunks).map_err(in_file)?;
             // Blank lines after the last hunk are harmless; anything else is not a hunk.
             while let Some(line) = cur.peek().filter(|l| cur.bytes(*l).is_empty()) {
@@ -942,7 +941,7 @@ pub(super) fn from_patches<'p>(
         });
     }
     Ok(Diff {
-        text: text.into(),
+        text: Text::Utf8(text.into()),
         files: out,
     })
 }

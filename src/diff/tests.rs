@@ -1217,7 +1217,7 @@ fn unique_paths(files: Vec<GenFile>) -> Vec<GenFile> {
 /// comes from the whole).
 fn parses_the_same_in_pieces(text: &str) -> Result<(), TestCaseError> {
     let whole = Diff::parse(text.to_owned());
-    match super::parse::parse_in_pieces(text, 1) {
+    match super::parse::parse_in_pieces(text.as_bytes(), 1) {
         Some(files) => prop_assert_eq!(Ok(&files[..]), whole.as_ref().map(|d| d.files())),
         // One piece only, or a piece that fails: the whole must fail too, unless it is one piece.
         None => prop_assert!(
@@ -1243,35 +1243,11 @@ fn every_fixture_parses_the_same_in_pieces() {
     }
 }
 
-/// Both decodes of `bytes`, the copy and the one in place, are `String::from_utf8_lossy`'s,
-/// and `utf8` takes exactly the bytes that are UTF-8.
+/// The decode of `bytes` is `String::from_utf8_lossy`'s, and `utf8` takes exactly the bytes
+/// that are UTF-8.
 fn decodes_as_from_utf8_lossy(bytes: &[u8]) -> Result<(), TestCaseError> {
     let expected = String::from_utf8_lossy(bytes);
     prop_assert_eq!(super::lossy_text(bytes), expected.as_ref());
-    // In place, in one piece and in two, with room around the bytes from none to plenty.
-    for two in [false, true] {
-        for (before, after) in [
-            (0, 0),
-            (0, bytes.len()),
-            (bytes.len() / 8, bytes.len() / 8),
-            (bytes.len(), bytes.len()),
-        ] {
-            let mut buf = vec![0; before];
-            buf.extend_from_slice(bytes);
-            buf.resize(before + bytes.len() + after, 0);
-            // The halves on this thread: the property tests run this thousands of times.
-            let text =
-                super::decode::decode_in_place(&mut buf, before..before + bytes.len(), two, false);
-            prop_assert_eq!(
-                &buf[text],
-                expected.as_bytes(),
-                "two halves: {}, room {} and {}",
-                two,
-                before,
-                after
-            );
-        }
-    }
     prop_assert_eq!(super::utf8(bytes), std::str::from_utf8(bytes).ok());
     Ok(())
 }
@@ -1454,51 +1430,11 @@ fn continuations_at_a_block_end_decode_as_from_utf8_lossy() {
                 bytes.push(first);
                 bytes.extend(std::iter::repeat_n(0x90, continuations));
                 bytes.extend(b"tail");
-                // The in-place decode cuts from the end: the same bytes, ending one block on.
-                for tail in [0, super::decode::LOSSY_BLOCK] {
-                    let mut bytes = bytes.clone();
-                    bytes.extend(std::iter::repeat_n(b'z', tail));
-                    decodes_as_from_utf8_lossy(&bytes).unwrap_or_else(|e| {
-                        panic!("first {first:#x}, {continuations} continuations, {back} back: {e}")
-                    });
-                }
+                decodes_as_from_utf8_lossy(&bytes).unwrap_or_else(|e| {
+                    panic!("first {first:#x}, {continuations} continuations, {back} back: {e}")
+                });
             }
         }
-    }
-}
-
-/// A decode in place that fits ends where the room after the bytes ends, the halves met in
-/// the middle; one that outgrows its room (every byte a U+FFFD: three times as long) is
-/// still whole, joined anew from the start of the buffer.
-#[test]
-fn a_decode_in_place_fits_its_room_or_is_joined_whole() {
-    let block = super::decode::LOSSY_BLOCK;
-    let mut bytes = b"caf\xe9\n".to_vec();
-    bytes.extend(b"x".repeat(5 * block));
-    for two in [false, true] {
-        let mut buf = vec![0; 100];
-        buf.extend_from_slice(&bytes);
-        buf.resize(buf.len() + 100, 0);
-        let text = super::decode::decode_in_place(&mut buf, 100..100 + bytes.len(), two, two);
-        assert_eq!(
-            &buf[text.clone()],
-            String::from_utf8_lossy(&bytes).as_bytes()
-        );
-        match two {
-            // The first half's text starts the room before it; the second's is moved to it.
-            true => assert_eq!(text.start, 0),
-            false => assert_eq!(text.end, buf.len()),
-        }
-    }
-
-    let mut bytes = vec![0xFF; 8 * block];
-    bytes.extend(b"\n+plain line\n".repeat(3000));
-    for two in [false, true] {
-        let mut buf = bytes.clone();
-        buf.resize(bytes.len() * 5 / 4, 0);
-        let text = super::decode::decode_in_place(&mut buf, 0..bytes.len(), two, two);
-        assert_eq!(text.start, 0, "the text joined anew starts the buffer");
-        assert_eq!(&buf[text], String::from_utf8_lossy(&bytes).as_bytes());
     }
 }
 
@@ -1514,5 +1450,123 @@ fn lossy_text_is_from_utf8_lossy() {
     ];
     for bytes in cases {
         decodes_as_from_utf8_lossy(bytes).unwrap();
+    }
+}
+
+/// What a reader of `d` can see: each file's fields, its text, and each hunk's header, body and
+/// lines (as text and as bytes read as text), then the whole text.
+fn view(d: &Diff) -> String {
+    let mut out = String::new();
+    for f in d.files() {
+        let _ = writeln!(
+            out,
+            "{:?} {:?} {:?} {:?} {:?} {}\n{:?}",
+            f.old_path,
+            f.new_path,
+            f.status,
+            f.old_mode,
+            f.new_mode,
+            f.binary,
+            d.file_text(f)
+        );
+        let bytes = String::from_utf8_lossy(d.file_bytes(f));
+        assert_eq!(bytes, d.file_text(f), "a file's bytes read as its text");
+        for h in &f.hunks {
+            let _ = writeln!(
+                out,
+                "{:?} {:?} {:?} {:?}",
+                numbers(h),
+                d.hunk_header(h),
+                d.hunk_section(h),
+                d.hunk_body(h)
+            );
+            for (l, b) in d.hunk_lines(h).zip(d.hunk_byte_lines(h)) {
+                assert_eq!((l.kind, l.old, l.new), (b.kind, b.old, b.new));
+                assert_eq!(String::from_utf8_lossy(b.text), l.text);
+                let _ = writeln!(out, "{:?} {:?} {:?} {:?}", l.kind, l.old, l.new, l.text);
+            }
+            assert_eq!(d.hunk_lines(h).count(), d.hunk_byte_lines(h).count());
+        }
+    }
+    out.push_str(d.text());
+    out
+}
+
+/// A diff of bytes that are not UTF-8 reads as the diff of their lossy decoding: the same
+/// files, texts and lines, whole, after `retain`, `subset` and `retain_hunks`, and the same
+/// error line when it does not parse.
+fn lossy_reads_as_decoded(bytes: Vec<u8>) -> Result<(), TestCaseError> {
+    let decoded = String::from_utf8_lossy(&bytes).into_owned();
+    let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+    let (lossy, plain) = (Diff::parse_static_bytes(bytes), Diff::parse(decoded));
+    let (mut lossy, mut plain) = match (lossy, plain) {
+        (Ok(l), Ok(p)) => (l, p),
+        (Err(l), Err(p)) => {
+            prop_assert_eq!(l.line, p.line);
+            return Ok(());
+        }
+        (l, p) => {
+            return Err(TestCaseError::fail(format!(
+                "{:?} against {:?}",
+                l.err(),
+                p.err()
+            )));
+        }
+    };
+    prop_assert_eq!(lossy.is_lossy(), std::str::from_utf8(bytes).is_err());
+    prop_assert_eq!(view(&lossy), view(&plain));
+    let odd = |i: usize, _: &FileDiff| i % 2 == 1;
+    prop_assert_eq!(view(&lossy.subset(odd)), view(&plain.subset(odd)));
+    let first_hunks = |_: &FileDiff, h: &Hunk| h.old_start < 20;
+    let (mut l2, mut p2) = (lossy.clone(), plain.clone());
+    l2.retain_hunks(first_hunks);
+    p2.retain_hunks(first_hunks);
+    prop_assert_eq!(view(&l2), view(&p2));
+    // Some files, whichever their place.
+    let keep = |f: &FileDiff| f.hunks.len().is_multiple_of(2);
+    lossy.retain(keep);
+    plain.retain(keep);
+    prop_assert_eq!(view(&lossy), view(&plain));
+    Ok(())
+}
+
+#[test]
+fn every_fixture_reads_the_same_with_bytes_that_are_not_utf8() {
+    for path in fixtures() {
+        let mut bytes = read(&path).into_bytes();
+        // A Latin-1 byte on every line, a cut sequence at the end of some.
+        let mut out = Vec::new();
+        for (i, line) in bytes.split_mut(|&b| b == b'\n').enumerate() {
+            out.extend_from_slice(line);
+            if !line.is_empty() {
+                out.push(if i % 3 == 0 { 0xE2 } else { 0xE9 });
+            }
+            out.push(b'\n');
+        }
+        bytes = out;
+        lossy_reads_as_decoded(bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}
+
+proptest! {
+    #[test]
+    fn a_lossy_diff_reads_as_its_decoded_text(
+        which in any::<prop::sample::Index>(),
+        edits in prop::collection::vec(
+            (any::<prop::sample::Index>(), prop::collection::vec(prop_oneof![
+                any::<u8>(),
+                Just(0xE2u8), Just(0x80), Just(0xAE), Just(b'\n'), Just(b'+'),
+            ], 0..4)),
+            1..12,
+        ),
+    ) {
+        let all = fixtures();
+        let path: &PathBuf = which.get(&all);
+        let mut bytes = read(path).into_bytes();
+        for (at, insert) in edits {
+            let i = at.index(bytes.len() + 1);
+            bytes.splice(i..i, insert);
+        }
+        lossy_reads_as_decoded(bytes)?;
     }
 }

@@ -36,15 +36,17 @@
 //! markers. Secrets are never shown: the body quotes the
 //! line with every secret masked.
 //!
-//! Every line is pre-filtered with cheap byte checks (an ASCII test before any `char` walk,
-//! a first byte for conflict markers, `memmem` for debug keywords on the whole file first, literal keywords before
-//! the secret regexes), so the lens stays fast on multi-megabyte diffs.
+//! Every line is pre-filtered with cheap checks of its bytes, as the diff has them (an ASCII
+//! test before any look for hidden characters, a first byte for conflict markers, `memmem` for
+//! debug keywords on the whole file first, literal keywords before the secret regexes); only a
+//! line that passes one is read as text. So the lens stays fast on multi-megabyte diffs, and a
+//! diff in a legacy encoding is never decoded for it.
 
 use std::sync::LazyLock;
 
 use memchr::memmem;
 
-use crate::diff::{Diff, DiffLine, FileDiff, LineKind, Side};
+use crate::diff::{ByteLine, Diff, FileDiff, LineKind, Side};
 use crate::lens::backend::{Backend, CallEnv, Pending, Runs};
 use crate::lens::contract::{Confidence, LensResponse, RawFinding, Severity};
 use crate::lens::preflight::{self, PreflightEnv};
@@ -118,7 +120,7 @@ pub fn review_with(diff: &Diff, keywords: Option<&SecretKeywords>) -> LensRespon
     let review_some = |files: &[(usize, &FileDiff)]| {
         let mut findings = Vec::new();
         for (i, file) in files {
-            let text = diff.file_text(file);
+            let text = diff.file_bytes(file);
             let found;
             let starts = match keywords.and_then(|k| k.0.get(*i)) {
                 Some(starts) => starts.as_slice(),
@@ -127,12 +129,12 @@ pub fn review_with(diff: &Diff, keywords: Option<&SecretKeywords>) -> LensRespon
                     found.as_slice()
                 }
             };
-            let hunks = file.hunks.iter().map(|h| diff.hunk_lines(h));
+            let hunks = file.hunks.iter().map(|h| diff.hunk_byte_lines(h));
             review_file(file.path(), text, starts, hunks, &mut findings);
         }
         findings
     };
-    let findings = crate::par::map_shares(&files, |f| diff.file_text(f.1).len(), review_some);
+    let findings = crate::par::map_shares(&files, |f| diff.file_bytes(f.1).len(), review_some);
     LensResponse {
         findings,
         summary: None,
@@ -151,15 +153,15 @@ const KEYWORD_PIECE_BYTES: usize = 64 * 1024;
 /// quoted diff lines, a lens's echo, logs, errors.
 /// Returns where the keywords are, for [`review_with`].
 pub fn remember_secrets(diff: &Diff) -> SecretKeywords {
-    let texts: Vec<(usize, &str)> = diff
+    let texts: Vec<(usize, &[u8])> = diff
         .files()
         .iter()
         .enumerate()
         .filter(|(_, f)| !f.binary)
-        .map(|(i, f)| (i, diff.file_text(f)))
+        .map(|(i, f)| (i, diff.file_bytes(f)))
         .collect();
     // Keywords hold no line break, so a piece's keywords are the whole text's in its lines.
-    let pieces: Vec<(usize, &str, std::ops::Range<usize>)> = texts
+    let pieces: Vec<(usize, &[u8], std::ops::Range<usize>)> = texts
         .iter()
         .flat_map(|&(i, text)| {
             crate::par::line_pieces(text, KEYWORD_PIECE_BYTES).map(move |r| (i, text, r))
@@ -188,12 +190,12 @@ pub fn remember_secrets(diff: &Diff) -> SecretKeywords {
     for (i, text) in texts {
         let lockfile = is_lockfile(diff.files()[i].path());
         values.extend(
-            redact::secret_values_at(text, &keywords[i])
+            redact::secret_values_in(text, &keywords[i])
                 .into_iter()
                 .filter(|(rule, _)| !(lockfile && *rule == redact::GENERIC)),
         );
     }
-    redact::remember(values);
+    redact::remember(values.iter().map(|(rule, value)| (*rule, value.as_str())));
     SecretKeywords(keywords)
 }
 
@@ -264,9 +266,9 @@ struct FileCtx {
 }
 
 impl FileCtx {
-    fn new(path: &str, text: &str) -> Self {
+    fn new(path: &str, text: &[u8]) -> Self {
         let lang = lang_of(path);
-        let has = |i: usize| NEEDLES[i].find(text.as_bytes()).is_some();
+        let has = |i: usize| NEEDLES[i].find(text).is_some();
         FileCtx {
             lang,
             unicode: !text.is_ascii(),
@@ -281,13 +283,13 @@ impl FileCtx {
 
 fn review_file<'a, H, L>(
     path: &str,
-    file_text: &str,
+    file_text: &[u8],
     keywords: &[usize],
     hunks: H,
     out: &mut Vec<RawFinding>,
 ) where
     H: IntoIterator<Item = L>,
-    L: IntoIterator<Item = DiffLine<'a>>,
+    L: IntoIterator<Item = ByteLine<'a>>,
 {
     let ctx = FileCtx::new(path, file_text);
     let mut keywords = KeywordLines::new(file_text, keywords);
@@ -325,7 +327,7 @@ struct KeywordLines<'k> {
 }
 
 impl<'k> KeywordLines<'k> {
-    fn new(file_text: &str, keywords: &'k [usize]) -> Self {
+    fn new(file_text: &[u8], keywords: &'k [usize]) -> Self {
         KeywordLines {
             base: file_text.as_ptr() as usize,
             len: file_text.len(),
@@ -336,7 +338,7 @@ impl<'k> KeywordLines<'k> {
 
     /// Whether `line` holds a keyword. A line that is not inside the text counts as holding
     /// one (it is scanned in full).
-    fn holds(&mut self, line: &str) -> bool {
+    fn holds(&mut self, line: &[u8]) -> bool {
         let start = (line.as_ptr() as usize).wrapping_sub(self.base);
         if start > self.len {
             return true;
@@ -350,12 +352,39 @@ impl<'k> KeywordLines<'k> {
     }
 }
 
+/// Runs every check on one added line, given as the diff's bytes: the line is read as text
+/// only when a byte check says that some check can fire on it.
 fn scan_line(
+    ctx: &FileCtx,
+    hunk: usize,
+    line: u32,
+    bytes: &[u8],
+    may_hold_secret: bool,
+    hits: &mut Vec<Hit>,
+) {
+    let holds = |needle: &[u8]| memmem::find(bytes, needle).is_some();
+    let hidden = ctx.unicode && !bytes.is_ascii() && unicode::holds_hidden_bytes(bytes);
+    let may_fire = may_hold_secret
+        || hidden
+        || conflict_marker(bytes).is_some()
+        || (ctx.dbg && holds(b"dbg!("))
+        || (ctx.console && holds(b"console.log"))
+        || (ctx.debugger && holds(b"debugger"))
+        || (ctx.python_debug && (holds(b"breakpoint(") || holds(b"set_trace(")));
+    if may_fire {
+        let text = String::from_utf8_lossy(bytes);
+        scan_text(ctx, hunk, line, &text, may_hold_secret, hidden, hits);
+    }
+}
+
+/// The checks of [`scan_line`] on a line that may fire one, as text.
+fn scan_text(
     ctx: &FileCtx,
     hunk: usize,
     line: u32,
     text: &str,
     may_hold_secret: bool,
+    hidden: bool,
     hits: &mut Vec<Hit>,
 ) {
     let mut hit = |check, note: String, chars: Vec<char>| {
@@ -387,11 +416,11 @@ fn scan_line(
         }
     }
 
-    if let Some(marker) = conflict_marker(text) {
+    if let Some(marker) = conflict_marker(text.as_bytes()) {
         hit(Check::Conflict, marker.to_owned(), Vec::new());
     }
 
-    if ctx.unicode && !text.is_ascii() && unicode::holds_hidden(text) {
+    if hidden {
         let (bidi, tags, invisible) = unicode_hits(text, line == 1);
         for (check, chars) in [
             (Check::Bidi, bidi),
@@ -528,8 +557,7 @@ fn in_code(line: &str, pos: usize, lang: Lang) -> bool {
 }
 
 /// The merge-conflict marker a line is, if any (`git` writes seven characters at column 0).
-fn conflict_marker(text: &str) -> Option<&'static str> {
-    let b = text.as_bytes();
+fn conflict_marker(b: &[u8]) -> Option<&'static str> {
     if !matches!(b.first(), Some(b'<' | b'>' | b'|' | b'=')) {
         return None;
     }
@@ -540,7 +568,7 @@ fn conflict_marker(text: &str) -> Option<&'static str> {
     marker("<<<<<<<")
         .or_else(|| marker(">>>>>>>"))
         .or_else(|| marker("|||||||"))
-        .or_else(|| (text.trim_end() == "=======").then_some("======="))
+        .or_else(|| (b.trim_ascii_end() == b"=======").then_some("======="))
 }
 
 fn is_emoji(c: Option<char>) -> bool {

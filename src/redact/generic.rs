@@ -58,7 +58,7 @@ pub(super) fn generic_values(text: &str, from: usize) -> Vec<std::ops::Range<usi
     // The value run last measured: a run with no end that holds a candidate every few bytes
     // (`key=` ten thousand times) is measured once, not again from every candidate in it.
     let mut run = ValueRun::default();
-    each_generic_candidate(text, |start| {
+    each_generic_candidate(text.as_bytes(), |start| {
         if start >= at
             && let Some(value) = generic_match_at(text, start, &mut run)
         {
@@ -216,7 +216,7 @@ fn value_run_end(text: &str, at: usize, run: &mut ValueRun) -> (usize, bool) {
 /// `token` occur on most lines of real code, most of them not before an operator), and
 /// `memchr` finds them at SIMD speed where a case-insensitive keyword automaton has no
 /// prefilter and walks every byte.
-pub(super) fn generic_candidates(text: &str) -> Vec<usize> {
+pub(super) fn generic_candidates(text: &[u8]) -> Vec<usize> {
     let mut found = Vec::new();
     each_generic_candidate(text, |at| {
         found.push(at);
@@ -226,7 +226,7 @@ pub(super) fn generic_candidates(text: &str) -> Vec<usize> {
 }
 
 /// The first of [`generic_candidates`], found without looking for the rest.
-pub(super) fn first_generic_candidate(text: &str) -> Option<usize> {
+pub(super) fn first_generic_candidate(text: &[u8]) -> Option<usize> {
     let mut first = None;
     each_generic_candidate(text, |at| {
         first = Some(at);
@@ -237,11 +237,10 @@ pub(super) fn first_generic_candidate(text: &str) -> Option<usize> {
 
 /// Calls `f` with each of [`generic_candidates`], in order, while it returns true. A plain
 /// loop: as an iterator chain (`flat_map` over the operators) it cost twice as much.
-fn each_generic_candidate(text: &str, mut f: impl FnMut(usize) -> bool) {
+fn each_generic_candidate(bytes: &[u8], mut f: impl FnMut(usize) -> bool) {
     // The name before an operator that is looked at: 20 characters after the longest
     // keyword (`credential`).
     const NAME: usize = GENERIC_MAX_GAP + 10;
-    let bytes = text.as_bytes();
     for op in memchr::memchr2_iter(b'=', b':', bytes) {
         let mut i = op;
         while i > 0 && matches!(bytes[i - 1], b' ' | b'\t') {
@@ -279,7 +278,8 @@ fn each_generic_candidate(text: &str, mut f: impl FnMut(usize) -> bool) {
         }
         for at in i..end {
             let candidate = match folded {
-                true => text.is_char_boundary(at),
+                // Not inside a character (a continuation byte), as `str` has it.
+                true => bytes.get(at).is_none_or(|&b| b & 0xC0 != 0x80),
                 // The first letter rules out most places before the call.
                 false => {
                     matches!(bytes[at] | 0x20, b'a' | b'c' | b'k' | b'p' | b's' | b't')

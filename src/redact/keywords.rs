@@ -58,10 +58,9 @@ impl Compiled {
     /// The literals' matches in `text`, except a `://` that no `@` follows before the next
     /// `/` or blank: [`URL_PASSWORD_PATTERN`] cannot match there, and most texts that hold
     /// `://` hold plain links (a file of documentation holds hundreds).
-    fn matches<'t>(&'t self, text: &'t str) -> impl Iterator<Item = aho_corasick::Match> + 't {
-        let bytes = text.as_bytes();
+    fn matches<'t>(&'t self, bytes: &'t [u8]) -> impl Iterator<Item = aho_corasick::Match> + 't {
         self.any
-            .find_iter(text)
+            .find_iter(bytes)
             .filter(move |m| match self.literals[m.pattern().as_usize()].1 {
                 Needs::Url => bytes[m.end()..]
                     .iter()
@@ -78,7 +77,7 @@ impl Compiled {
     pub(super) fn present(&self, text: &str) -> Present {
         let bytes = text.as_bytes();
         let mut present = Present::default();
-        for m in self.matches(text) {
+        for m in self.matches(bytes) {
             present.add(self.literals[m.pattern().as_usize()].1);
             for q in m.start() + 1..m.end() {
                 for (literal, needs) in &self.literals {
@@ -131,7 +130,7 @@ pub fn prepare() {
 /// further), so a caller checking many lines of one text searches it once with this and
 /// skips the lines without a keyword. (Keywords hold no line break, and neither does what
 /// [`generic_candidates`] looks at: every line that holds one has a start inside it.)
-pub fn keyword_starts(text: &str) -> Vec<usize> {
+pub fn keyword_starts(text: &[u8]) -> Vec<usize> {
     let mut starts: Vec<usize> = COMPILED.matches(text).map(|m| m.start()).collect();
     starts.extend(generic_candidates(text));
     starts.sort_unstable();

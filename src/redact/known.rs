@@ -4,7 +4,7 @@ use std::sync::{Arc, RwLock, Weak};
 
 use super::contextual::{PEM_KEYWORD, PEM_WINDOW};
 use super::keywords::keyword_starts;
-use super::{AWS_PAIR_LINES, PRIVATE_KEY, SecretMatch, find_secrets, floor_boundary};
+use super::{AWS_PAIR_LINES, PRIVATE_KEY, SecretMatch, find_secrets};
 
 /// Values detected as secrets elsewhere (in the diff under review, in the environment),
 /// masked wherever they appear: in a lens's echo, a log line, an error. Built whole and
@@ -184,12 +184,8 @@ pub(super) fn find_known(text: &str, found: &mut Vec<SecretMatch>) {
 /// Every secret value in a multi-line `text` (a file's diff), each line of a private-key block
 /// on its own: what [`remember`] needs so that each line is masked wherever it is shown alone.
 pub fn secret_values(text: &str) -> Vec<(&'static str, &str)> {
-    secret_values_at(text, &keyword_starts(text))
-}
-
-/// [`secret_values`], given the [`keyword_starts`] of `text` (found once, shared by callers).
-pub fn secret_values_at<'t>(text: &'t str, keywords: &[usize]) -> Vec<(&'static str, &'t str)> {
-    let found = keyword_regions(text, keywords)
+    let keywords = keyword_starts(text.as_bytes());
+    let found = keyword_regions(text.as_bytes(), &keywords)
         .into_iter()
         .flat_map(|region| {
             let base = region.start;
@@ -201,6 +197,23 @@ pub fn secret_values_at<'t>(text: &'t str, keywords: &[usize]) -> Vec<(&'static 
                 })
         });
     secret_values_of(text, found)
+}
+
+/// [`secret_values`] of a file's bytes, UTF-8 or not, given their [`keyword_starts`] (found
+/// once, shared by callers). Each part that can hold a secret is decoded on its own, as the
+/// decoded diff has it: the values are those of the text a review shows.
+pub fn secret_values_in(bytes: &[u8], keywords: &[usize]) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    for region in keyword_regions(bytes, keywords) {
+        let text = String::from_utf8_lossy(&bytes[region]);
+        let found = find_secrets(&text);
+        out.extend(
+            secret_values_of(&text, found)
+                .into_iter()
+                .map(|(rule, value)| (rule, value.to_owned())),
+        );
+    }
+    out
 }
 
 /// The values of `found` in `text`, each line of a private-key block on its own.
@@ -237,18 +250,18 @@ pub(super) fn secret_values_of(
 /// for in. Every part starts at a line's start and ends after a line break (or at the end), so
 /// a secret found in a part is the one found in the whole text: a file's diff is mostly lines
 /// without a keyword, and scanning only these parts is what keeps [`secret_values`] cheap.
-fn keyword_regions(text: &str, keywords: &[usize]) -> Vec<std::ops::Range<usize>> {
+fn keyword_regions(text: &[u8], keywords: &[usize]) -> Vec<std::ops::Range<usize>> {
     let mut regions: Vec<std::ops::Range<usize>> = Vec::new();
     // The line of the last keyword, and its part: the next keyword is often on the same line
     // (a minified file holds hundreds on one line of 100 KB), whose part is the same.
     let mut last_line = 0..0;
     let mut last_part = 0..0;
+    let line_start = |i: usize| memchr::memrchr(b'\n', &text[..i]).map_or(0, |n| n + 1);
+    let line_end = |i: usize| memchr::memchr(b'\n', &text[i..]).map_or(text.len(), |n| i + n + 1);
     for &at in keywords {
         if !last_line.contains(&at) {
             // The start of the keyword's line, then of each of the AWS_PAIR_LINES lines before
             // it; the end of its line, then of each of the AWS_PAIR_LINES lines after it.
-            let line_start = |i: usize| text[..i].rfind('\n').map_or(0, |n| n + 1);
-            let line_end = |i: usize| text[i..].find('\n').map_or(text.len(), |n| i + n + 1);
             last_line = line_start(at)..line_end(at);
             let mut start = last_line.start;
             for _ in 0..AWS_PAIR_LINES {
@@ -264,13 +277,8 @@ fn keyword_regions(text: &str, keywords: &[usize]) -> Vec<std::ops::Range<usize>
             last_part = start..end;
         }
         let (start, mut end) = (last_part.start, last_part.end);
-        if text[at..].starts_with(PEM_KEYWORD) {
-            let window = floor_boundary(text, at.saturating_add(PEM_WINDOW));
-            end = end.max(
-                text[window..]
-                    .find('\n')
-                    .map_or(text.len(), |i| window + i + 1),
-            );
+        if text[at..].starts_with(PEM_KEYWORD.as_bytes()) {
+            end = end.max(line_end(at.saturating_add(PEM_WINDOW).min(text.len())));
         }
         match regions.last_mut() {
             Some(last) if start <= last.end => last.end = last.end.max(end),

@@ -50,7 +50,7 @@ use rules::{RULES, is_word};
 pub use contextual::URL_PASSWORD_PATTERN;
 pub use generic::GENERIC_PATTERN;
 pub use keywords::{keyword_starts, prepare};
-pub use known::{KnownSecrets, remember, remember_for_process, secret_values, secret_values_at};
+pub use known::{KnownSecrets, remember, remember_for_process, secret_values, secret_values_in};
 pub use writer::{RedactingWriter, redacting_stderr};
 
 /// One secret found in a text.
@@ -119,7 +119,7 @@ pub(super) fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
     let c = &*COMPILED;
     // Where the generic rule's search starts, if it can match at all.
     let generic = match mode {
-        Mode::Detect => first_generic_candidate(text),
+        Mode::Detect => first_generic_candidate(text.as_bytes()),
         Mode::Redact => None,
     };
     let mut found = Vec::new();

@@ -307,7 +307,7 @@ fn generic_api_key() {
 
 #[test]
 fn generic_candidates_sit_before_assignments() {
-    let at = generic_candidates;
+    let at = |text: &str| generic_candidates(text.as_bytes());
     assert_eq!(at("API_KEY = x123456789"), vec![0, 4]);
     assert_eq!(at("  \"client_secret\": '1234567890'"), vec![10]);
     assert_eq!(at("a: 1, token\t=> 2345678901"), vec![6]);
@@ -654,7 +654,7 @@ proptest! {
             at = value.end().max(next_char(&text, all.start()));
             by_regex.push(value.range());
         }
-        let by_hand = first_generic_candidate(&text)
+        let by_hand = first_generic_candidate(text.as_bytes())
             .map(|from| generic_values(&text, from))
             .unwrap_or_default();
         prop_assert_eq!(by_hand, by_regex, "{:?}", text);
@@ -692,12 +692,12 @@ proptest! {
         }
         // Every match starts at a candidate, and its line is one `keyword_starts` points
         // into.
-        let candidates = generic_candidates(&text);
+        let candidates = generic_candidates(text.as_bytes());
         for m in GENERIC_RE.find_iter(&text) {
             prop_assert!(candidates.contains(&m.start()), "{:?} at {}", text, m.start());
         }
         let line_of = |at: usize| text[..at].matches('\n').count();
-        let lines: Vec<usize> = keyword_starts(&text).into_iter().map(line_of).collect();
+        let lines: Vec<usize> = keyword_starts(text.as_bytes()).into_iter().map(line_of).collect();
         for m in GENERIC_RE.find_iter(&text) {
             prop_assert!(lines.contains(&line_of(m.start())), "{:?}", text);
         }
@@ -723,12 +723,12 @@ proptest! {
             parts.insert(at, fake(rule, seed));
         }
         let text = parts.concat();
-        let by_pieces: Vec<usize> = crate::par::line_pieces(&text, size)
+        let by_pieces: Vec<usize> = crate::par::line_pieces(text.as_bytes(), size)
             .flat_map(|r| {
-                keyword_starts(&text[r.clone()]).into_iter().map(move |at| at + r.start)
+                keyword_starts(&text.as_bytes()[r.clone()]).into_iter().map(move |at| at + r.start)
             })
             .collect();
-        prop_assert_eq!(by_pieces, keyword_starts(&text), "{:?}", text);
+        prop_assert_eq!(by_pieces, keyword_starts(text.as_bytes()), "{:?}", text);
     }
 
     #[test]
@@ -755,7 +755,7 @@ proptest! {
         let text = pieces.concat();
         if URL_PASSWORD_RE.is_match(&text) {
             prop_assert!(COMPILED.present(&text).url, "{:?}", text);
-            prop_assert!(!keyword_starts(&text).is_empty(), "{:?}", text);
+            prop_assert!(!keyword_starts(text.as_bytes()).is_empty(), "{:?}", text);
         }
     }
 

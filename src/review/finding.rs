@@ -3,7 +3,7 @@
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::diff::{Diff, DiffLine, FileDiff, Side};
+use crate::diff::{ByteLine, Diff, FileDiff, Side};
 use crate::ids::LensName;
 use crate::lens::contract::{Confidence, RawFinding, Severity};
 use crate::sanitize::sanitize_line;
@@ -56,18 +56,21 @@ impl Finding {
             // where looking each line up walked the hunk again for every line of the range.
             Some(h) => {
                 let range = start_line.unwrap_or(line)..=line;
-                let number = |l: &DiffLine<'_>| match side {
+                let number = |l: &ByteLine<'_>| match side {
                     Side::Left => l.old,
                     Side::Right => l.new,
                 };
                 // Numbers rise through a hunk: the walk ends after the range's last line
                 // (a long hunk, a whole new file, is not walked to its end for each finding).
-                let lines = diff
-                    .hunk_lines(h)
+                // Its bytes: only the lines hashed are read as text (a file in a legacy
+                // encoding is not decoded whole for them).
+                let lines: Vec<_> = diff
+                    .hunk_byte_lines(h)
                     .take_while(|l| number(l).is_none_or(|n| n <= line))
                     .filter(|l| number(l).is_some_and(|n| range.contains(&n)))
-                    .map(|l| l.text);
-                fingerprint(&path, side, lines)
+                    .map(|l| String::from_utf8_lossy(l.text))
+                    .collect();
+                fingerprint(&path, side, lines.iter().map(|l| l.as_ref()))
             }
             // Off the diff there is no text to hash; the place is the best we have.
             _ => fingerprint(&path, side, std::iter::once(format!("@{line}").as_str())),

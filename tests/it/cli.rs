@@ -721,7 +721,6 @@ fn stage_timings_are_logged_in_order_when_asked_for() {
         stages,
         [
             "read",
-            "decoded",
             "parsed",
             "gated",
             "secrets remembered",
