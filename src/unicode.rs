@@ -114,50 +114,44 @@ pub fn holds_hidden(text: &str) -> bool {
 /// non-ASCII text (accented Latin, Greek, Cyrillic, CJK, a legacy encoding's bytes) never
 /// gets that far.
 pub fn holds_hidden_bytes(b: &[u8]) -> bool {
-    // Thirty-two places at a time: a mask of those that may start a hidden character, made
-    // by plain comparisons that the compiler turns into vector instructions on any target.
-    // Only the places the mask names are looked at one by one.
+    // Thirty-two places at a time: whether any may start a hidden character, judged by plain
+    // comparisons that the compiler turns into vector instructions on any target. Only the
+    // places of a window that may are looked at one by one.
     let mut at = 0;
-    while let Some(window) = b.get(at..at + WINDOW + 1) {
-        let mut mask = candidates(window);
-        while mask != 0 {
-            let i = at + mask.trailing_zeros() as usize;
-            if hidden_at(b, i) {
-                return true;
-            }
-            mask &= mask - 1;
+    while let Some(window) = b.get(at..at + WINDOW + 1).and_then(|w| w.try_into().ok()) {
+        if may_start(window) && (at..at + WINDOW).any(|i| hidden_at(b, i)) {
+            return true;
         }
         at += WINDOW;
     }
     (at..b.len()).any(|i| hidden_at(b, i))
 }
 
-/// How many places [`candidates`] judges at once.
+/// How many places [`may_start`] judges at once.
 const WINDOW: usize = 32;
 
-/// Bit `j` set where `window[j]` is one of [`LEADS`] and `window[j + 1]` a continuation byte:
-/// where a hidden character may start. (The lead bytes are listed rather than looked up in
-/// [`LEADS`]: a table lookup cannot be done for many bytes at once. A test holds the two
-/// together.)
-fn candidates(window: &[u8]) -> u32 {
-    let mut mask = 0u32;
-    for j in 0..WINDOW {
-        let (first, second) = (window[j], window[j + 1]);
-        let lead = first == 0xC2
-            || first == 0xCD
-            || first == 0xD8
-            || first.wrapping_sub(0xDB) < 2
-            || first.wrapping_sub(0xE0) < 4
-            || first == 0xEF
-            || first == 0xF0
-            || first == 0xF3;
-        mask |= u32::from(lead && second & 0xC0 == 0x80) << j;
-    }
-    mask
+/// Whether some place `j` of the first [`WINDOW`] of `window` may start a hidden character:
+/// `window[j]` is a first byte from the lowest to the highest of [`LEADS`] and `window[j + 1]`
+/// a continuation byte. (Text in a legacy encoding seldom has both; a test holds the bounds
+/// to [`LEADS`].)
+fn may_start(window: &[u8; WINDOW + 1]) -> bool {
+    let (firsts, seconds) = (&window[..WINDOW], &window[1..]);
+    let any = firsts
+        .iter()
+        .zip(seconds)
+        .fold(0u8, |any, (&first, &second)| {
+            let lead = first.wrapping_sub(LOWEST_LEAD) <= HIGHEST_LEAD - LOWEST_LEAD;
+            any | (u8::from(lead) & u8::from(second & 0xC0 == 0x80))
+        });
+    any != 0
 }
+
+const LOWEST_LEAD: u8 = 0xC2;
+const HIGHEST_LEAD: u8 = 0xF3;
 
 /// Whether a hidden character starts at `b[i]`: its first two bytes start one of [`TABLE`]'s
 /// encodings ([`PAIRS`]), and it is one, well formed.
+#[inline]
 fn hidden_at(b: &[u8], i: usize) -> bool {
     let first = b[i];
     if !LEADS[usize::from(first)] {
@@ -315,16 +309,19 @@ mod tests {
     }
 
     #[test]
-    fn the_window_mask_knows_the_lead_bytes_of_the_table() {
+    fn the_window_check_knows_the_lead_bytes_of_the_table() {
         for first in 0..=255u8 {
-            let mut window = [first; WINDOW + 1];
-            window[1] = 0x80;
-            assert_eq!(
-                candidates(&window) & 1 == 1,
-                LEADS[usize::from(first)],
-                "{first:#X}"
-            );
+            let mut window = [b'a'; WINDOW + 1];
+            window[..2].copy_from_slice(&[first, 0x80]);
+            if LEADS[usize::from(first)] {
+                assert!(may_start(&window), "{first:#X}");
+            }
         }
+        let leads: Vec<usize> = (0..256).filter(|&b| LEADS[b]).collect();
+        assert_eq!(leads.first(), Some(&usize::from(LOWEST_LEAD)));
+        assert_eq!(leads.last(), Some(&usize::from(HIGHEST_LEAD)));
+        assert!(!may_start(&[b'a'; WINDOW + 1]));
+        assert!(!may_start(&[0xE9; WINDOW + 1]), "Latin-1 letters alone");
     }
 
     #[test]
