@@ -114,9 +114,9 @@ pub fn holds_hidden(text: &str) -> bool {
 /// non-ASCII text (accented Latin, Greek, Cyrillic, CJK, a legacy encoding's bytes) never
 /// gets that far.
 pub fn holds_hidden_bytes(b: &[u8]) -> bool {
-    // Thirty-two places at a time: whether any may start a hidden character, judged by plain
-    // comparisons that the compiler turns into vector instructions on any target. Only the
-    // places of a window that may are looked at one by one.
+    // Thirty-two places at a time: whether any may start a hidden character, judged by two
+    // comparisons a byte and no branch. Only the places of a window that may are looked at
+    // one by one.
     let mut at = 0;
     while let Some(window) = b.get(at..at + WINDOW + 1).and_then(|w| w.try_into().ok()) {
         if may_start(window) && (at..at + WINDOW).any(|i| hidden_at(b, i)) {
