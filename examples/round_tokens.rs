@@ -181,7 +181,7 @@ fn tokens(d: &Diff, dump: Option<&Path>) -> Result<Count, String> {
     };
     // As a round does before planning: the secrets the diff holds are remembered, so every
     // line of a private key's body is masked in the prompt (each line is redacted alone).
-    reviewbot::lens::builtin::remember_secrets(d);
+    reviewbot::lens::builtin::remember_secrets(d, None);
     let planned = plan::plan(d, None, &opts);
     // As lens::api builds the first message of a structured call without tools, and as
     // lens::openai puts the schema in `response_format`.

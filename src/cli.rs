@@ -17,6 +17,7 @@ use crate::evidence::Evidence;
 use crate::flow::{self, FlowCtx, Reason, ReviewRequest};
 use crate::github::{self, client::ClientLimits, model::RepoName};
 use crate::ids::PrNumber;
+use crate::lens::builtin::KeywordSearch;
 use crate::lens::{BackendKind, LensSpec};
 use crate::redact::KnownSecrets;
 use crate::render::markdown::BodyOptions;
@@ -362,7 +363,7 @@ fn review(args: ReviewArgs, secrets: &KnownSecrets) -> Result<ExitCode, CliError
 
     let (reports, diff, review) = match &args.diff {
         Some(path) => {
-            let diff = read_diff(path)?;
+            let (diff, keywords) = read_diff(path)?;
             let lenses = select_lenses(&config, &args.common.lenses)?;
             let mut context = diff_context(args.checkout.as_deref(), &lenses)?;
             if let Some(dir) = &args.checkout
@@ -378,7 +379,10 @@ fn review(args: ReviewArgs, secrets: &KnownSecrets) -> Result<ExitCode, CliError
             // Only the text format shows lines from the diff; the others need no copy of it.
             let keep = (args.common.format == Format::Text).then(|| diff.clone());
             let report = runtime.block_on(secrets.scope(pipeline::review(
-                diff,
+                pipeline::ReviewInput {
+                    diff,
+                    keywords: Some(keywords),
+                },
                 None,
                 &lenses,
                 &config.review,
@@ -635,8 +639,9 @@ fn checkout_rules(dir: &Path, diff: &Diff) -> Vec<crate::repo_rules::RuleFile> {
     collect(reviews, agents)
 }
 
-/// Reads and parses the diff; a missing file or text that is not a diff is a usage error.
-fn read_diff(path: &Path) -> Result<Diff, CliError> {
+/// Reads and parses the diff, and begins the search for secret keywords in it; a missing file
+/// or text that is not a diff is a usage error.
+fn read_diff(path: &Path) -> Result<(Diff, KeywordSearch), CliError> {
     let (name, buf) = if path == Path::new("-") {
         let mut buf = Vec::new();
         std::io::stdin().read_to_end(&mut buf).map_err(|e| {
@@ -654,16 +659,20 @@ fn read_diff(path: &Path) -> Result<Diff, CliError> {
     // Never given back: the process ends after its one review, and the diff borrows its text
     // from these bytes rather than a copy.
     let bytes: &'static [u8] = buf.leak();
+    // The secret keywords are searched for on another core while this one parses.
+    let keywords = crate::lens::builtin::search_keywords(bytes);
     let parsed = Diff::parse_static_bytes(bytes);
     crate::timing::mark("parsed");
     // Diffs of Latin-1 or mixed files are still reviewable: undecodable bytes read as U+FFFD.
     if parsed.as_ref().is_ok_and(Diff::is_lossy) {
         eprintln!("notice: {name} is not valid UTF-8; undecodable bytes are shown as \u{FFFD}");
     }
-    parsed.map_err(|e| match e.coloured {
-        true => CliError::Usage(render::coloured_diff(&name)),
-        false => CliError::Usage(format!("{name} is not a diff reviewbot can read: {e}")),
-    })
+    parsed
+        .map(|diff| (diff, keywords))
+        .map_err(|e| match e.coloured {
+            true => CliError::Usage(render::coloured_diff(&name)),
+            false => CliError::Usage(format!("{name} is not a diff reviewbot can read: {e}")),
+        })
 }
 
 /// `No such file or directory` without Rust's `(os error 2)` suffix.

@@ -365,6 +365,11 @@ impl Diff {
         };
     }
 
+    /// The bytes the diff was parsed from: every range of its files and hunks is one of them.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        self.text.bytes()
+    }
+
     /// The whole text the diff was parsed from.
     pub fn text(&self) -> &str {
         match &self.text {
@@ -467,6 +472,24 @@ impl Diff {
                 .map(|i| self.decoded(l, i).text.as_str()),
         }
         .unwrap_or_default()
+    }
+
+    /// `bytes`, a part of this diff's bytes (a line of [`Diff::hunk_byte_lines`]), as text:
+    /// borrowed from a UTF-8 diff's text, which was checked once when it was read, so a long
+    /// line is not checked again; decoded from a lossy diff or from bytes of somewhere else.
+    pub fn as_text<'a>(&'a self, bytes: &'a [u8]) -> Cow<'a, str> {
+        if let Text::Utf8(text) = &self.text {
+            // Live slices do not overlap: one that starts inside the text and ends inside it
+            // is a part of it.
+            let start = (bytes.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+            if let Some(part) = start
+                .checked_add(bytes.len())
+                .and_then(|end| text.get(start..end))
+            {
+                return Cow::Borrowed(part);
+            }
+        }
+        String::from_utf8_lossy(bytes)
     }
 
     /// [`Diff::file_text`] as bytes, as the diff has them: nothing is decoded.

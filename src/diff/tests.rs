@@ -1439,6 +1439,29 @@ fn continuations_at_a_block_end_decode_as_from_utf8_lossy() {
 }
 
 #[test]
+fn a_line_reads_as_the_text_it_is_a_part_of() {
+    use std::borrow::Cow;
+    let diff = Diff::parse(
+        "diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1,2 @@\n-x\n+caf\u{e9} \u{202e}\n+y\n",
+    )
+    .unwrap();
+    let hunk = &diff.files()[0].hunks[0];
+    let lines: Vec<_> = diff.hunk_byte_lines(hunk).collect();
+    let texts: Vec<_> = lines.iter().map(|l| diff.as_text(l.text)).collect();
+    assert!(texts.iter().all(|t| matches!(t, Cow::Borrowed(_))));
+    assert_eq!(texts, ["x", "caf\u{e9} \u{202e}", "y"]);
+    // Bytes from elsewhere, and the bytes of a diff that is not UTF-8, are decoded.
+    let elsewhere = b"caf\xe9".to_vec();
+    assert_eq!(diff.as_text(&elsewhere), "caf\u{fffd}");
+    let lossy = Diff::parse_static_bytes(b"--- a/a\n+++ b/a\n@@ -0,0 +1 @@\n+caf\xe9\n").unwrap();
+    let line = lossy
+        .hunk_byte_lines(&lossy.files()[0].hunks[0])
+        .next()
+        .unwrap();
+    assert_eq!(lossy.as_text(line.text), "caf\u{fffd}");
+}
+
+#[test]
 fn lossy_text_is_from_utf8_lossy() {
     let cases: [&[u8]; 6] = [
         b"plain",

@@ -42,7 +42,8 @@
 //! line that passes one is read as text. So the lens stays fast on multi-megabyte diffs, and a
 //! diff in a legacy encoding is never decoded for it.
 
-use std::sync::LazyLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock};
 
 use memchr::memmem;
 
@@ -130,7 +131,7 @@ pub fn review_with(diff: &Diff, keywords: Option<&SecretKeywords>) -> LensRespon
                 }
             };
             let hunks = file.hunks.iter().map(|h| diff.hunk_byte_lines(h));
-            review_file(file.path(), text, starts, hunks, &mut findings);
+            review_file(diff, file.path(), text, starts, hunks, &mut findings);
         }
         findings
     };
@@ -147,12 +148,93 @@ pub fn review_with(diff: &Diff, keywords: Option<&SecretKeywords>) -> LensRespon
 /// kept the secret pass on one core (docs/benchmarks.md).
 const KEYWORD_PIECE_BYTES: usize = 64 * 1024;
 
+/// A search for secret keywords in the whole text of a diff, begun before the diff is parsed:
+/// it needs only the bytes, so a second core searches while the first parses. The pieces are
+/// taken in turn, so whichever thread is free takes the next, and the caller of
+/// [`KeywordSearch::finish`] searches what the other has not taken: when no core is free for
+/// the helper, the search costs what it costs on one thread, no more.
+pub struct KeywordSearch {
+    text: &'static [u8],
+    pieces: Arc<Pieces>,
+    helper: Option<std::thread::JoinHandle<Found>>,
+}
+
+/// Pieces searched: each one's index and its keyword starts in the whole text.
+type Found = Vec<(usize, Vec<usize>)>;
+
+/// The text's pieces ([`KEYWORD_PIECE_BYTES`], each ending after a line break) and the next
+/// one to take.
+struct Pieces {
+    ranges: Vec<std::ops::Range<usize>>,
+    next: AtomicUsize,
+}
+
+impl Pieces {
+    /// Searches pieces until none is left: each piece's index and its keyword starts in `text`.
+    fn take_all(&self, text: &[u8]) -> Found {
+        let mut found = Vec::new();
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            let Some(r) = self.ranges.get(i) else {
+                return found;
+            };
+            let mut starts = redact::keyword_starts(&text[r.clone()]);
+            starts.iter_mut().for_each(|at| *at += r.start);
+            found.push((i, starts));
+        }
+    }
+}
+
+/// Starts searching `text`, the bytes a diff is about to be parsed from, for secret keywords:
+/// on a thread of its own when the text is large enough for a second core to pay
+/// ([`crate::par::PARALLEL_FROM_BYTES`]), otherwise when [`KeywordSearch::finish`] is called.
+pub fn search_keywords(text: &'static [u8]) -> KeywordSearch {
+    let pieces = Arc::new(Pieces {
+        ranges: crate::par::line_pieces(text, KEYWORD_PIECE_BYTES).collect(),
+        next: AtomicUsize::new(0),
+    });
+    let helper =
+        (text.len() >= crate::par::PARALLEL_FROM_BYTES && crate::par::threads() > 1).then(|| {
+            let pieces = Arc::clone(&pieces);
+            std::thread::spawn(move || pieces.take_all(text))
+        });
+    KeywordSearch {
+        text,
+        pieces,
+        helper,
+    }
+}
+
+impl KeywordSearch {
+    /// Whether this is the search of `diff`'s own bytes.
+    fn is_of(&self, diff: &Diff) -> bool {
+        let bytes = diff.bytes();
+        std::ptr::eq(bytes.as_ptr(), self.text.as_ptr()) && bytes.len() == self.text.len()
+    }
+
+    /// Every keyword start in the text, in order, once every piece is searched.
+    fn finish(self) -> Vec<usize> {
+        let mut found = self.pieces.take_all(self.text);
+        if let Some(helper) = self.helper {
+            match helper.join() {
+                Ok(theirs) => found.extend(theirs),
+                // A panicking search is a bug; re-raise it on the calling thread.
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        found.sort_unstable_by_key(|(i, _)| *i);
+        found.into_iter().flat_map(|(_, starts)| starts).collect()
+    }
+}
+
 /// Remembers every secret this lens would detect anywhere in `diff` (any side, across lines:
 /// private-key bodies, an AWS secret key next to its key ID), so that every output of the
 /// review under way ([`redact::KnownSecrets`]) masks those values wherever they appear —
 /// quoted diff lines, a lens's echo, logs, errors.
-/// Returns where the keywords are, for [`review_with`].
-pub fn remember_secrets(diff: &Diff) -> SecretKeywords {
+/// Returns where the keywords are, for [`review_with`]. `search`, the search of the bytes
+/// `diff` was parsed from, gives them when it is one ([`search_keywords`]); they are searched
+/// for here otherwise.
+pub fn remember_secrets(diff: &Diff, search: Option<KeywordSearch>) -> SecretKeywords {
     let texts: Vec<(usize, &[u8])> = diff
         .files()
         .iter()
@@ -160,6 +242,43 @@ pub fn remember_secrets(diff: &Diff) -> SecretKeywords {
         .filter(|(_, f)| !f.binary)
         .map(|(i, f)| (i, diff.file_bytes(f)))
         .collect();
+    let keywords = match search.filter(|s| s.is_of(diff)) {
+        Some(search) => by_file(diff, &search.finish()),
+        None => search_files(diff, &texts),
+    };
+    let mut values = Vec::new();
+    for (i, text) in texts {
+        let lockfile = is_lockfile(diff.files()[i].path());
+        values.extend(
+            redact::secret_values_in(text, &keywords[i])
+                .into_iter()
+                .filter(|(rule, _)| !(lockfile && *rule == redact::GENERIC)),
+        );
+    }
+    redact::remember(values.iter().map(|(rule, value)| (*rule, value.as_str())));
+    SecretKeywords(keywords)
+}
+
+/// `starts`, keyword starts in the whole text of `diff` in order, as each file's own: the
+/// starts inside the file's text, from its first byte. Keywords hold no line break and a
+/// file's text is whole lines, so these are the starts a search of the file's text finds.
+fn by_file(diff: &Diff, starts: &[usize]) -> Vec<Vec<usize>> {
+    diff.files()
+        .iter()
+        .map(|f| {
+            if f.binary {
+                return Vec::new();
+            }
+            let (from, to) = (f.text.start, f.text.end);
+            let first = starts.partition_point(|&at| at < from);
+            let end = starts.partition_point(|&at| at < to);
+            starts[first..end].iter().map(|at| at - from).collect()
+        })
+        .collect()
+}
+
+/// The keyword starts of each file's text in `texts`, by the file's index in `diff`.
+fn search_files(diff: &Diff, texts: &[(usize, &[u8])]) -> Vec<Vec<usize>> {
     // Keywords hold no line break, so a piece's keywords are the whole text's in its lines.
     let pieces: Vec<(usize, &[u8], std::ops::Range<usize>)> = texts
         .iter()
@@ -186,17 +305,7 @@ pub fn remember_secrets(diff: &Diff) -> SecretKeywords {
     for (i, starts) in found {
         keywords[i].extend(starts);
     }
-    let mut values = Vec::new();
-    for (i, text) in texts {
-        let lockfile = is_lockfile(diff.files()[i].path());
-        values.extend(
-            redact::secret_values_in(text, &keywords[i])
-                .into_iter()
-                .filter(|(rule, _)| !(lockfile && *rule == redact::GENERIC)),
-        );
-    }
-    redact::remember(values.iter().map(|(rule, value)| (*rule, value.as_str())));
-    SecretKeywords(keywords)
+    keywords
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -282,6 +391,7 @@ impl FileCtx {
 }
 
 fn review_file<'a, H, L>(
+    diff: &'a Diff,
     path: &str,
     file_text: &[u8],
     keywords: &[usize],
@@ -301,7 +411,7 @@ fn review_file<'a, H, L>(
             }
             let may_hold_secret = keywords.holds(line.text);
             if let Some(n) = line.new {
-                scan_line(&ctx, hunk, n, line.text, may_hold_secret, &mut hits);
+                scan_line(diff, &ctx, hunk, n, line.text, may_hold_secret, &mut hits);
             }
         }
     }
@@ -355,6 +465,7 @@ impl<'k> KeywordLines<'k> {
 /// Runs every check on one added line, given as the diff's bytes: the line is read as text
 /// only when a byte check says that some check can fire on it.
 fn scan_line(
+    diff: &Diff,
     ctx: &FileCtx,
     hunk: usize,
     line: u32,
@@ -372,7 +483,7 @@ fn scan_line(
         || (ctx.debugger && holds(b"debugger"))
         || (ctx.python_debug && (holds(b"breakpoint(") || holds(b"set_trace(")));
     if may_fire {
-        let text = String::from_utf8_lossy(bytes);
+        let text = diff.as_text(bytes);
         scan_text(ctx, hunk, line, &text, may_hold_secret, hidden, hits);
     }
 }
@@ -1439,6 +1550,32 @@ mod tests {
         let r = review_patch(patch);
         let f = only(&r);
         assert_eq!((f.line, f.side), (42, Side::Right));
+    }
+
+    #[test]
+    fn a_search_begun_before_the_parse_finds_what_the_files_search_finds() {
+        // Large enough for the helper thread, with keywords in many files and pieces.
+        let mut patch = String::new();
+        let mut n = 0;
+        while patch.len() < crate::par::PARALLEL_FROM_BYTES + 4096 {
+            let secret = fake("github-pat", n % 7);
+            let body = format!(
+                "const token = \"{secret}\";\napi_key = \"Zx9qW3rT8yU1iO4p\"\nplain line {n}"
+            );
+            let lines: Vec<&str> = body.lines().collect();
+            patch.push_str(&added(&format!("src/f{n}.js"), &lines));
+            n += 1;
+        }
+        let bytes: &'static [u8] = patch.into_bytes().leak();
+        let search = search_keywords(bytes);
+        let diff = Diff::parse_static_bytes(bytes).unwrap();
+        let early = remember_secrets(&diff, Some(search));
+        let late = remember_secrets(&diff, None);
+        assert_eq!(early.0, late.0);
+        assert!(early.0.iter().all(|starts| !starts.is_empty()));
+        // A search of other bytes is not used.
+        let other = search_keywords(b"token = \"Zx9qW3rT8yU1iO4p\"\n");
+        assert_eq!(remember_secrets(&diff, Some(other)).0, late.0);
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! The findings made of lens responses: placed on the diff, fingerprinted.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::diff::{ByteLine, Diff, FileDiff, Side};
+use crate::diff::{ByteLine, Diff, FileDiff, Hunk, Side};
 use crate::ids::LensName;
 use crate::lens::contract::{Confidence, RawFinding, Severity};
 use crate::sanitize::sanitize_line;
@@ -29,10 +31,26 @@ pub struct Finding {
     pub suggestion: Option<String>,
 }
 
+/// The fingerprints of the lines already placed on, by file, side and first and last line:
+/// findings of one review on the same lines (two checks firing on one minified line of
+/// 140 KB) hash those lines once.
+#[derive(Debug, Default)]
+pub struct Fingerprints(HashMap<(String, Side, u32, u32), String>);
+
 impl Finding {
     /// Places a lens's finding on the diff: checks its anchor against the hunks (a finding
     /// outside them is kept, marked off-diff) and computes its fingerprint.
     pub fn locate(raw: RawFinding, lens: &LensName, diff: &Diff) -> Finding {
+        Self::locate_among(raw, lens, diff, &mut Fingerprints::default())
+    }
+
+    /// [`Finding::locate`], taking the fingerprint from `known` when lines were hashed before.
+    pub fn locate_among(
+        raw: RawFinding,
+        lens: &LensName,
+        diff: &Diff,
+        known: &mut Fingerprints,
+    ) -> Finding {
         let file = find_file(diff, &raw.path);
         let path = file.map_or(raw.path.clone(), |f| f.path().to_owned());
         let mut start_line = raw.start_line.filter(|&s| s != raw.line);
@@ -56,21 +74,11 @@ impl Finding {
             // where looking each line up walked the hunk again for every line of the range.
             Some(h) => {
                 let range = start_line.unwrap_or(line)..=line;
-                let number = |l: &ByteLine<'_>| match side {
-                    Side::Left => l.old,
-                    Side::Right => l.new,
-                };
-                // Numbers rise through a hunk: the walk ends after the range's last line
-                // (a long hunk, a whole new file, is not walked to its end for each finding).
-                // Its bytes: only the lines hashed are read as text (a file in a legacy
-                // encoding is not decoded whole for them).
-                let lines: Vec<_> = diff
-                    .hunk_byte_lines(h)
-                    .take_while(|l| number(l).is_none_or(|n| n <= line))
-                    .filter(|l| number(l).is_some_and(|n| range.contains(&n)))
-                    .map(|l| String::from_utf8_lossy(l.text))
-                    .collect();
-                fingerprint(&path, side, lines.iter().map(|l| l.as_ref()))
+                known
+                    .0
+                    .entry((path.clone(), side, *range.start(), line))
+                    .or_insert_with(|| lines_fingerprint(diff, h, &path, side, range))
+                    .clone()
             }
             // Off the diff there is no text to hash; the place is the best we have.
             _ => fingerprint(&path, side, std::iter::once(format!("@{line}").as_str())),
@@ -90,6 +98,30 @@ impl Finding {
             suggestion: raw.suggestion,
         }
     }
+}
+
+/// The fingerprint of the lines `range` of hunk `h` on `side`.
+fn lines_fingerprint(
+    diff: &Diff,
+    h: &Hunk,
+    path: &str,
+    side: Side,
+    range: std::ops::RangeInclusive<u32>,
+) -> String {
+    let number = |l: &ByteLine<'_>| match side {
+        Side::Left => l.old,
+        Side::Right => l.new,
+    };
+    // Numbers rise through a hunk: the walk ends after the range's last line (a long hunk, a
+    // whole new file, is not walked to its end for each finding). Its bytes: only the lines
+    // hashed are read as text (a file in a legacy encoding is not decoded whole for them).
+    let lines: Vec<_> = diff
+        .hunk_byte_lines(h)
+        .take_while(|l| number(l).is_none_or(|n| n <= *range.end()))
+        .filter(|l| number(l).is_some_and(|n| range.contains(&n)))
+        .map(|l| diff.as_text(l.text))
+        .collect();
+    fingerprint(path, side, lines.iter().map(|l| l.as_ref()))
 }
 
 /// The diff file a lens means by `path`, forgiving `a/`, `b/` and `./` prefixes, and citing a
@@ -260,6 +292,37 @@ diff --git a/src/db.rs b/src/db.rs
             a.fingerprint,
             locate(raw("src/db.rs", 3, None, "SQL injection", "x")).fingerprint
         );
+    }
+
+    #[test]
+    fn lines_hashed_before_give_the_fingerprint_they_gave_then() {
+        let diff = Diff::parse(DIFF).unwrap();
+        let lens = LensName::new("claude");
+        let mut known = Fingerprints::default();
+        let placed: Vec<Finding> = [(3, Some(2)), (3, None), (3, Some(2)), (22, None), (3, None)]
+            .into_iter()
+            .map(|(line, start)| {
+                Finding::locate_among(
+                    raw("src/db.rs", line, start, "t", "b"),
+                    &lens,
+                    &diff,
+                    &mut known,
+                )
+            })
+            .collect();
+        for f in &placed {
+            let alone = Finding::locate(
+                raw("src/db.rs", f.line, f.start_line, "t", "b"),
+                &lens,
+                &diff,
+            );
+            assert_eq!(f.fingerprint, alone.fingerprint, "line {}", f.line);
+        }
+        assert_eq!(placed[0].fingerprint, placed[2].fingerprint);
+        assert_ne!(placed[0].fingerprint, placed[1].fingerprint);
+        assert_ne!(placed[1].fingerprint, placed[3].fingerprint);
+        // Three ranges were hashed, each once.
+        assert_eq!(known.0.len(), 3);
     }
 
     #[test]

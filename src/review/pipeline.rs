@@ -10,19 +10,36 @@ use crate::diff::Diff;
 use crate::evidence::{MergeMember, Record};
 use crate::ids::LensName;
 use crate::lens::backend::Runs;
+use crate::lens::builtin::KeywordSearch;
 use crate::lens::registry::backend;
 use crate::lens::{LensRequest, LensSpec, PrInfo, Provenance};
 use crate::plan::{self, PlanOptions};
 use crate::review::anchor::{Anchored, HeadText, anchor, suggestion_problem};
-use crate::review::finding::Finding;
+use crate::review::finding::{Finding, Fingerprints};
 use crate::review::merge::{merge, merge_explained};
 use crate::review::panel::{Panel, PanelInput, PanelObserver};
 use crate::review::{Confidence, NotReviewed, NotReviewedReason, Report, Severity};
 
+/// What a review reads: the diff, and the search for secret keywords in its bytes when one
+/// began before it was parsed (the CLI begins one as it reads a diff file).
+pub struct ReviewInput {
+    pub diff: Diff,
+    pub keywords: Option<KeywordSearch>,
+}
+
+impl From<Diff> for ReviewInput {
+    fn from(diff: Diff) -> Self {
+        ReviewInput {
+            diff,
+            keywords: None,
+        }
+    }
+}
+
 /// Reviews `diff` with `lenses`, which may read `context`, and returns the merged report (not
 /// posted anywhere).
 pub async fn review(
-    diff: Diff,
+    diff: impl Into<ReviewInput>,
     pr: Option<PrInfo>,
     lenses: &[LensSpec],
     config: &ReviewConfig,
@@ -78,7 +95,7 @@ impl Reviewed {
 /// `context`'s snapshot root, when there is one.
 #[allow(clippy::too_many_arguments)]
 pub async fn review_with(
-    diff: Diff,
+    input: impl Into<ReviewInput>,
     anchors: Option<&Diff>,
     pr: Option<PrInfo>,
     lenses: &[LensSpec],
@@ -95,11 +112,12 @@ pub async fn review_with(
             });
         }
     }
+    let ReviewInput { diff, keywords } = input.into();
     let (diff, mut not_reviewed) = leave_out(diff, config, &context.attributes);
     // Before any prompt is built or anything printed: what the builtin lens would call a
     // secret is masked on every channel, whichever lenses run.
     crate::timing::mark("gated");
-    let secret_keywords = Arc::new(crate::lens::builtin::remember_secrets(&diff));
+    let secret_keywords = Arc::new(crate::lens::builtin::remember_secrets(&diff, keywords));
     crate::timing::mark("secrets remembered");
     // Hidden text in the PR reaches no lens, whatever form it is given in.
     let pr = pr.map(PrInfo::sanitized);
@@ -151,6 +169,7 @@ pub async fn review_with(
         diff: place_on,
     };
     let mut dropped_unfounded = 0;
+    let mut fingerprints = Fingerprints::default();
     for run in runs {
         if let Some(response) = run.response {
             let lens = &run.provenance.lens;
@@ -171,7 +190,7 @@ pub async fn review_with(
                     }
                     Anchored::Moved { .. } | Anchored::Kept => {}
                 }
-                let mut found = Finding::locate(raw, lens, place_on);
+                let mut found = Finding::locate_among(raw, lens, place_on, &mut fingerprints);
                 if let Some(problem) = suggestion_problem(&found, place_on) {
                     tracing::debug!(lens = %lens, title = %found.title, problem, "suggestion dropped");
                     found.suggestion = None;
