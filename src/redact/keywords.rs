@@ -11,8 +11,10 @@ use super::rules::RULES;
 
 pub(super) struct Compiled {
     /// Every literal some pattern needs ([`Compiled::literals`]), in one automaton: one pass
-    /// over a text tells which patterns can match in it.
+    /// over a text tells which patterns can match in it; all but `://` ([`Compiled::url_starts`]).
     any: aho_corasick::AhoCorasick,
+    /// `://`, searched on its own.
+    url: memchr::memmem::Finder<'static>,
     /// The literals of `any`, by pattern id, and what each one enables.
     literals: Vec<(&'static str, Needs)>,
     /// Compiled on first need: most texts never hold most rules' keywords, and compiling every
@@ -25,7 +27,6 @@ pub(super) struct Compiled {
 enum Needs {
     Rule(usize),
     PrivateKey,
-    Url,
     AwsSecretName,
 }
 
@@ -44,7 +45,6 @@ impl Present {
         match needs {
             Needs::Rule(i) => self.rules |= 1 << i,
             Needs::PrivateKey => self.private_key = true,
-            Needs::Url => self.url = true,
             Needs::AwsSecretName => self.aws_secret_name = true,
         }
     }
@@ -55,20 +55,28 @@ impl Present {
 }
 
 impl Compiled {
-    /// The literals' matches in `text`, except a `://` that no `@` follows before the next
-    /// `/` or blank: [`URL_PASSWORD_PATTERN`] cannot match there, and most texts that hold
-    /// `://` hold plain links (a file of documentation holds hundreds).
+    /// The literals' matches in `text` (but `://`, [`Compiled::url_starts`]).
     fn matches<'t>(&'t self, bytes: &'t [u8]) -> impl Iterator<Item = aho_corasick::Match> + 't {
         self.any
             .find_iter(bytes)
             .filter(move |m| match self.literals[m.pattern().as_usize()].1 {
-                Needs::Url => bytes[m.end()..]
-                    .iter()
-                    .find(|&&b| b == b'@' || b == b'/' || b.is_ascii_whitespace())
-                    .is_some_and(|&b| b == b'@'),
                 Needs::AwsSecretName => aws_before(bytes, m.start()),
                 _ => true,
             })
+    }
+
+    /// Where `://` starts in `text` with an `@` after it before the next `/` or blank:
+    /// elsewhere the URL password pattern cannot match, and most texts that hold `://` hold
+    /// plain links (a file of documentation holds hundreds). Searched apart from the other
+    /// literals: links are so common that, in the automaton, they made its search three to
+    /// five times slower on every diff of the benchmarks (docs/benchmarks.md).
+    fn url_starts<'t>(&'t self, bytes: &'t [u8]) -> impl Iterator<Item = usize> + 't {
+        self.url.find_iter(bytes).filter(move |&at| {
+            bytes[at + URL_KEYWORD.len()..]
+                .iter()
+                .find(|&&b| b == b'@' || b == b'/' || b.is_ascii_whitespace())
+                .is_some_and(|&b| b == b'@')
+        })
     }
 
     /// Which patterns can match in `text`. The automaton reports matches that do not overlap,
@@ -76,7 +84,10 @@ impl Compiled {
     /// rare: this runs only on the parts of a text that hold a keyword).
     pub(super) fn present(&self, text: &str) -> Present {
         let bytes = text.as_bytes();
-        let mut present = Present::default();
+        let mut present = Present {
+            url: self.url_starts(bytes).next().is_some(),
+            ..Present::default()
+        };
         for m in self.matches(bytes) {
             present.add(self.literals[m.pattern().as_usize()].1);
             for q in m.start() + 1..m.end() {
@@ -99,7 +110,6 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         .flat_map(|(i, r)| r.keywords.iter().map(move |k| (*k, Needs::Rule(i))))
         .collect();
     literals.push((PEM_KEYWORD, Needs::PrivateKey));
-    literals.push((URL_KEYWORD, Needs::Url));
     literals.extend(
         AWS_SECRET_KEYWORDS
             .iter()
@@ -114,6 +124,7 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
             .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
             .build(literals.iter().map(|l| l.0))
             .unwrap_or_else(|e| panic!("secret keywords: {e}")),
+        url: memchr::memmem::Finder::new(URL_KEYWORD),
         literals,
         rules: RULES.iter().map(|_| std::sync::OnceLock::new()).collect(),
     }
@@ -132,6 +143,7 @@ pub fn prepare() {
 /// [`generic_candidates`] looks at: every line that holds one has a start inside it.)
 pub fn keyword_starts(text: &[u8]) -> Vec<usize> {
     let mut starts: Vec<usize> = COMPILED.matches(text).map(|m| m.start()).collect();
+    starts.extend(COMPILED.url_starts(text));
     starts.extend(generic_candidates(text));
     starts.sort_unstable();
     starts.dedup();
