@@ -158,17 +158,17 @@ fn starts_pair(first: u8, second: u8) -> bool {
 const WINDOW: usize = 32;
 
 /// Whether some place `j` of the first [`WINDOW`] of `window` may start a hidden character:
-/// `window[j]` is one of [`LEAD_BYTES`] and `window[j + 1]` a continuation byte. A comparison
-/// with each lead rather than with their range: it rules out accented Latin (`C3`), Greek,
-/// Cyrillic and most CJK (`E4`–`E9`), and halves the windows of legacy-encoded text that go
-/// on to the check by pairs (docs/benchmarks.md).
+/// `window[j]` is one of [`LEADS`]'s bytes and `window[j + 1]` a continuation byte. A
+/// comparison with each lead rather than with their range: it rules out accented Latin
+/// (`C3`), Greek, Cyrillic and most CJK (`E4`–`E9`), which would go on to the slower check by
+/// pairs.
 fn may_start(window: &[u8; WINDOW + 1]) -> bool {
     let (firsts, seconds) = (&window[..WINDOW], &window[1..]);
     let any = firsts
         .iter()
         .zip(seconds)
         .fold(0u8, |any, (&first, &second)| {
-            let lead = LEAD_BYTES
+            let lead = LEAD_BYTES.0[..LEAD_BYTES.1]
                 .iter()
                 .fold(0u8, |is, &l| is | u8::from(first == l));
             any | (lead & u8::from(second & 0xC0 == 0x80))
@@ -176,10 +176,10 @@ fn may_start(window: &[u8; WINDOW + 1]) -> bool {
     any != 0
 }
 
-/// The bytes [`LEADS`] holds, in order.
-static LEAD_BYTES: [u8; LEAD_COUNT] = {
-    let mut bytes = [0; LEAD_COUNT];
-    let (mut b, mut n) = (0, 0);
+/// The bytes [`LEADS`] holds, in order, and how many there are (the rest of the array is 0).
+const LEAD_BYTES: ([u8; 256], usize) = {
+    let (mut bytes, mut n) = ([0; 256], 0);
+    let mut b = 0;
     while b < 256 {
         if LEADS[b] {
             bytes[n] = b as u8;
@@ -187,19 +187,7 @@ static LEAD_BYTES: [u8; LEAD_COUNT] = {
         }
         b += 1;
     }
-    bytes
-};
-
-/// How many bytes [`LEADS`] holds.
-const LEAD_COUNT: usize = {
-    let (mut b, mut n) = (0, 0);
-    while b < 256 {
-        if LEADS[b] {
-            n += 1;
-        }
-        b += 1;
-    }
-    n
+    (bytes, n)
 };
 
 /// Whether a hidden character starts at `b[i]`: its first two bytes start one of [`TABLE`]'s

@@ -68,8 +68,9 @@ impl Compiled {
     /// Where `://` starts in `text` with an `@` after it before the next `/` or blank:
     /// elsewhere the URL password pattern cannot match, and most texts that hold `://` hold
     /// plain links (a file of documentation holds hundreds). Searched apart from the other
-    /// literals: links are so common that, in the automaton, they made its search three to
-    /// five times slower on every diff of the benchmarks (docs/benchmarks.md).
+    /// literals: each link stopped the automaton's vector search to check a match, and links
+    /// are so common that this was most of its time (`diff/secret_keywords`,
+    /// docs/benchmarks.md).
     fn url_starts<'t>(&'t self, bytes: &'t [u8]) -> impl Iterator<Item = usize> + 't {
         self.url.find_iter(bytes).filter(move |&at| {
             bytes[at + URL_KEYWORD.len()..]
