@@ -642,23 +642,22 @@ fn checkout_rules(dir: &Path, diff: &Diff) -> Vec<crate::repo_rules::RuleFile> {
 /// Reads and parses the diff, and begins the search for secret keywords in it; a missing file
 /// or text that is not a diff is a usage error.
 fn read_diff(path: &Path) -> Result<(Diff, KeywordSearch), CliError> {
-    let (name, buf) = if path == Path::new("-") {
+    let (name, bytes): (String, &'static [u8]) = if path == Path::new("-") {
         let mut buf = Vec::new();
         std::io::stdin().read_to_end(&mut buf).map_err(|e| {
             CliError::Usage(format!("cannot read the diff from standard input: {e}"))
         })?;
-        ("standard input".to_owned(), buf)
+        // Never given back: the process ends after its one review, and the diff borrows its
+        // text from these bytes rather than a copy.
+        ("standard input".to_owned(), &*buf.leak())
     } else {
         let name = path.display().to_string();
-        let buf = std::fs::read(path).map_err(|e| {
+        let bytes = crate::diff::file::read_static(path).map_err(|e| {
             CliError::Usage(format!("cannot read diff file {name}: {}", io_reason(&e)))
         })?;
-        (name, buf)
+        (name, bytes)
     };
     crate::timing::mark("read");
-    // Never given back: the process ends after its one review, and the diff borrows its text
-    // from these bytes rather than a copy.
-    let bytes: &'static [u8] = buf.leak();
     // The secret keywords are searched for on another core while this one parses.
     let keywords = crate::lens::builtin::search_keywords(bytes);
     let parsed = Diff::parse_static_bytes(bytes);
