@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::diff::Diff;
 use crate::flow::FlowCtx;
 use crate::github::client::GithubError;
-use crate::github::model::{Permission, RepoName, ReviewComment};
+use crate::github::model::{RepoName, ReviewComment};
 use crate::ids::{HeadSha, PrNumber};
 use crate::lens::{BackendKind, LensRequest, LensSpec, PrInfo, Provenance};
 use crate::plan::{self, ThreadMessage};
@@ -20,7 +20,7 @@ use crate::review::markers::{Outcome, ReplyMarker};
 use crate::review::notice::Notice;
 use crate::review::panel::PanelInput;
 use crate::review::rounds::Addressed;
-use crate::review::threads::Thread;
+use crate::review::threads::{State, Thread};
 use crate::sanitize::sanitize;
 use crate::store::NewLearning;
 
@@ -81,13 +81,28 @@ pub(super) async fn answer(
                 continue;
             }
         };
+        // Only an answer that settles a writer's dispute changes what counts.
+        let ruling = match outcome.0 {
+            Outcome::Withdrawn => thread.ruling_writer(reply.id),
+            _ => None,
+        };
         let marker = ReplyMarker {
             reply_to: reply.id,
             outcome: outcome.0,
             finding: thread.fingerprint.clone(),
         };
-        let body =
-            crate::render::conversation::answer(&marker, outcome.1.as_deref(), &spec.name, at.head);
+        let body = crate::render::conversation::answer(
+            &marker,
+            outcome.1.as_deref(),
+            &spec.name,
+            at.head,
+            outcome.0 == Outcome::Withdrawn
+                && ruling.is_none()
+                && matches!(
+                    thread.state(),
+                    State::Open | State::Answered(Outcome::Holds)
+                ),
+        );
         match ctx
             .github
             .reply_to_review_comment(at.repo, at.pr, thread.root, &body)
@@ -107,39 +122,32 @@ pub(super) async fn answer(
             outcome: outcome.0,
             lens: spec.name.clone(),
         });
-        if outcome.0 == Outcome::Withdrawn {
-            out.withdrawn += 1;
-            // A ruling by someone who may write to the repository is kept.
-            let may_write = matches!(
-                ctx.github
-                    .collaborator_permission(at.repo, &reply.author)
-                    .await,
-                Ok(Permission::Admin | Permission::Maintain | Permission::Write)
-            );
-            if !may_write {
-                continue;
+        // A withdrawal after a writer's reply is their ruling: it counts, and is kept in their
+        // own words under their name.
+        let Some(writer) = ruling else {
+            continue;
+        };
+        out.withdrawn += 1;
+        let Some(store) = ctx.store else {
+            if !told_no_store {
+                notices.push(Notice::LearningsNotKept);
+                told_no_store = true;
             }
-            let Some(store) = ctx.store else {
-                if !told_no_store {
-                    notices.push(Notice::LearningsNotKept);
-                    told_no_store = true;
-                }
-                continue;
-            };
-            let learning = NewLearning {
-                repo: at.repo.clone(),
-                path: thread.path.clone(),
-                title,
-                reply: capped(&redact(&sanitize(&reply.body))),
-                author: reply.author.clone(),
-                fingerprint: thread.fingerprint.clone(),
-                source: reply.id,
-            };
-            if let Err(e) = store.add_learning(&learning).await {
-                notices.push(Notice::LearningFailed {
-                    error: e.to_string(),
-                });
-            }
+            continue;
+        };
+        let learning = NewLearning {
+            repo: at.repo.clone(),
+            path: thread.path.clone(),
+            title,
+            reply: capped(&redact(&sanitize(&writer.body))),
+            author: writer.author.clone(),
+            fingerprint: thread.fingerprint.clone(),
+            source: writer.id,
+        };
+        if let Err(e) = store.add_learning(&learning).await {
+            notices.push(Notice::LearningFailed {
+                error: e.to_string(),
+            });
         }
     }
     if unanswerable > 0 {

@@ -1,6 +1,7 @@
 //! Gather: every GitHub read of the flow. Each call here is one step the flow needs; the
 //! decisions about what it read are made in `review::{gate, scope, rounds}`.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::attributes::{Attributes, GITATTRIBUTES};
@@ -14,6 +15,7 @@ use crate::ids::{HeadSha, PrNumber};
 use crate::repo_rules::{self, RuleFile};
 use crate::review::markers::{Identity, RoundMarker};
 use crate::review::scope::diff_of;
+use crate::review::threads::{Rulings, Thread};
 
 /// Where the repository's own settings live, read from the PR's base branch.
 pub const REPO_CONFIG_PATH: &str = ".github/reviewbot.toml";
@@ -182,6 +184,60 @@ pub(super) async fn permission(
     user: &str,
 ) -> Result<Permission, GithubError> {
     ctx.github.collaborator_permission(repo, user).await
+}
+
+/// The most repliers whose permission one run asks for; a reply by anyone past them is
+/// taken as a reader's (it changes nothing in what counts: the gate stays closed).
+const MAX_REPLIERS: usize = 50;
+
+/// Who may change what counts in our findings' threads (`threads`, collected without rulings):
+/// each human replier's permission, once each, and — when we have threads — who resolved
+/// them. Neither a bot nor reviewbot itself ever rules.
+pub(super) async fn rulings(
+    ctx: &FlowCtx<'_>,
+    repo: &RepoName,
+    pr: PrNumber,
+    identity: &Identity,
+    threads: &[Thread],
+) -> Result<Rulings, GithubError> {
+    let mut rulings = Rulings::default();
+    if threads.is_empty() {
+        return Ok(rulings);
+    }
+    let mut asked: BTreeMap<String, bool> = BTreeMap::new();
+    let repliers = Thread::repliers(threads);
+    if repliers.len() > MAX_REPLIERS {
+        tracing::warn!(%repo, repliers = repliers.len(), "too many repliers: the rest count as readers");
+    }
+    for login in repliers.into_iter().take(MAX_REPLIERS) {
+        let writes = permission(ctx, repo, &login).await?.can_write();
+        asked.insert(login.to_ascii_lowercase(), writes);
+        if writes {
+            rulings.writer(&login);
+        }
+    }
+    let roots: BTreeSet<u64> = threads.iter().map(|t| t.root).collect();
+    for t in ctx.github.review_threads(repo, pr).await? {
+        let (Some(root), Some(by)) = (t.root, t.resolved_by.as_deref()) else {
+            continue;
+        };
+        let ours = matches!(identity, Identity::Login(own) if own.eq_ignore_ascii_case(by));
+        if !roots.contains(&root) || ours || by.ends_with("[bot]") {
+            continue;
+        }
+        let writes = match asked.get(&by.to_ascii_lowercase()) {
+            Some(w) => *w,
+            None => {
+                let w = permission(ctx, repo, by).await?.can_write();
+                asked.insert(by.to_ascii_lowercase(), w);
+                w
+            }
+        };
+        if writes {
+            rulings.dismissed(root);
+        }
+    }
+    Ok(rulings)
 }
 
 /// The PR's diff, and the files GitHub gave no patch for.

@@ -9,8 +9,9 @@
 //!
 //! Requests for a first round of an F-file PR: the PR, the base branch's config and
 //! `.gitattributes`, ⌈F/100⌉ file pages, the identity (unless `bot_login` is set), the
-//! reviews, the label re-check and the POST. A later round adds the thread comments and the compare call; a command adds the
-//! commenter's permission. A round with a model lens adds the repository's archive: the API's
+//! reviews, the label re-check and the POST. A later round adds the thread comments and the
+//! compare call, and — once we have threads — each human replier's permission and one GraphQL
+//! query for who resolved them; a command adds the commenter's permission. A round with a model lens adds the repository's archive: the API's
 //! redirect and the download from the host it points to; and, unless `[review] repo_rules` is
 //! off, the review rules at the base: `REVIEW.md` at the root and in each directory of a
 //! changed file (at most 40), then `AGENTS.md` (and `CLAUDE.md` when `AGENTS.md` has no review
@@ -42,7 +43,7 @@ use crate::review::notice::Notice;
 use crate::review::panel::{Panel, PanelObserver};
 use crate::review::rounds::{History, settle};
 use crate::review::scope;
-use crate::review::threads::Thread;
+use crate::review::threads::{Rulings, Thread};
 use crate::review::{NotReviewed, NotReviewedReason, Report, pipeline};
 
 /// What the flow works with: GitHub, the operator's settings, the panel (credentials, the
@@ -193,12 +194,17 @@ async fn review_round(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOutc
 
     // Replies in our findings' threads are answered first, whatever else this run does (the
     // next round then counts what the answers settled).
-    let threads = Thread::collect(&comments, &identity, |id| {
+    // Only a writer's reply or resolution changes what counts: ask GitHub who wrote what.
+    let ours = |id| {
         reviews
             .iter()
             .any(|r| r.id == id && RoundMarker::find(&r.body).is_some())
-    });
+    };
+    let unruled = Thread::collect(&comments, &identity, ours, &Rulings::default());
+    let rulings = gather::rulings(ctx, &req.repo, req.pr, &identity, &unruled).await?;
+    let threads = Thread::collect(&comments, &identity, ours, &rulings);
     let pending = converse::pending(&threads);
+    let mut answered = converse::Answered::default();
     if req.post && !pending.is_empty() {
         let snap =
             gather::snapshot_once(ctx, &req.repo, &head, wants_snapshot, settings.snapshot).await;
@@ -213,13 +219,16 @@ async fn review_round(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOutc
                 _ => None,
             },
         };
-        let answered = converse::answer(ctx, &at, &pending, &lenses, &mut out.notices).await;
+        answered = converse::answer(ctx, &at, &pending, &lenses, &mut out.notices).await;
         comments.extend(answered.posted.iter().cloned());
         out.answers.extend(answered.lenses.iter().cloned());
         snapshot = Some(snap);
-        // The head's round counts what the threads now leave standing.
-        if checks && !answered.posted.is_empty() && out.review.post != PostMode::PerLens {
-            let history = History::read(&reviews, &comments, &identity, None);
+    }
+    // The head's check run counts what the threads now leave standing: after answers, and
+    // while a writer's dispute or resolution keeps a finding out.
+    if checks && out.review.post != PostMode::PerLens {
+        let history = History::read(&reviews, &comments, &identity, &rulings, None);
+        if !answered.posted.is_empty() || history.any_settled() {
             let fail_on = out.review.fail_on;
             let withdrawn = answered.withdrawn;
             check::after_answers(ctx, &site, &history, withdrawn, fail_on, &mut out.notices).await;
@@ -245,6 +254,7 @@ async fn review_round(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOutc
                 &reviews,
                 &comments,
                 &identity,
+                &rulings,
                 lens.as_ref().map(LensName::as_str),
             )
         })
@@ -267,8 +277,8 @@ async fn review_round(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOutc
             Some(done) if !force || asked_again => {
                 let mut report = skipped(SkipReason::AlreadyReviewed, &head);
                 report.round = Some(done.round);
-                // A finding withdrawn in its thread no longer counts.
-                report.held_verdict = Some(match history.any_withdrawn() {
+                // A finding its thread took out (withdrawn, disputed, dismissed) no longer counts.
+                report.held_verdict = Some(match history.any_settled() {
                     true => history.standing_verdict(),
                     false => done.verdict,
                 });
@@ -373,7 +383,6 @@ async fn review_round(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOutc
     if let Ok(Some(snapshot)) = snapshot {
         snapshot.remove().await;
     }
-    let context = reviewed.report.context.clone();
     let mut not_reviewed = reviewed.report.not_reviewed.clone();
     not_reviewed.extend(no_patch.iter().map(|p| NotReviewed {
         path: p.clone(),
@@ -403,6 +412,8 @@ async fn review_round(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOutc
                 });
             }
         }
+        // The pipeline's report, moved through: what the flow adds is set here, and every
+        // other field (what was dropped unfounded, the snapshot, the rules) is the pipeline's.
         let mut report = Report {
             head: Some(head.clone()),
             round: Some(history.last_round() + 1),
@@ -412,9 +423,7 @@ async fn review_round(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOutc
             lenses: provenance,
             not_reviewed: not_reviewed.clone(),
             scope: scope.clone(),
-            context: context.clone(),
-            repo_rules: reviewed.report.repo_rules.clone(),
-            ..Report::empty()
+            ..reviewed.report.clone()
         };
         if req.post && !report.all_lenses_failed() {
             post::round(ctx, &target, &mut report, &mut notices).await?;

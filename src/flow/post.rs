@@ -13,6 +13,7 @@ use crate::review::gate::{self, SkipReason};
 use crate::review::markers::Identity;
 use crate::review::notice::Notice;
 use crate::review::rounds::History;
+use crate::review::threads::Rulings;
 
 /// Where a round goes and how it is told apart from others.
 pub(super) struct Target<'a> {
@@ -159,7 +160,7 @@ const POST_BACKOFF: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Whether a review of ours for this round and head exists (for `lens`, in per-lens mode).
 fn landed(reviews: &[Review], report: &Report, identity: &Identity, lens: Option<&str>) -> bool {
-    History::read(reviews, &[], identity, lens)
+    History::read(reviews, &[], identity, &Rulings::default(), lens)
         .rounds
         .iter()
         .any(|(_, m)| Some(m.round) == report.round && Some(&m.head) == report.head.as_ref())

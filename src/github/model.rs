@@ -136,6 +136,8 @@ pub struct ReviewThread {
     /// The node id `resolveReviewThread` takes.
     pub id: String,
     pub resolved: bool,
+    /// Who resolved it, while it is resolved (GitHub lets the PR's author resolve too).
+    pub resolved_by: Option<String>,
     /// The REST id of its first comment (our finding comment, for a thread of ours).
     pub root: Option<u64>,
 }

@@ -22,7 +22,15 @@ pub fn outcome_word(outcome: Outcome) -> &'static str {
 
 /// An answer in a thread: `Withdrawn.` or `Still holds.`, the lens's own words (its summary,
 /// cleaned like every lens text and capped), who answered, and the hidden marker.
-pub fn answer(marker: &ReplyMarker, said: Option<&str>, lens: &LensName, head: &HeadSha) -> String {
+/// `still_counts`: a withdrawal answering someone without write access, which changes nothing
+/// in what counts — the answer says so.
+pub fn answer(
+    marker: &ReplyMarker,
+    said: Option<&str>,
+    lens: &LensName,
+    head: &HeadSha,
+    still_counts: bool,
+) -> String {
     let opening = match marker.outcome {
         Outcome::Withdrawn => "Withdrawn.",
         Outcome::Holds => "Still holds.",
@@ -49,8 +57,15 @@ pub fn answer(marker: &ReplyMarker, said: Option<&str>, lens: &LensName, head: &
             _ => "The lens did not raise this finding again on the current code.".to_owned(),
         },
     };
+    let counts = match still_counts {
+        true => {
+            "\n\nThe finding still counts: only someone with write access to the repository \
+                 changes that, by replying here or by resolving this thread."
+        }
+        false => "",
+    };
     format!(
-        "{opening} {said}\n\n(answered by {lens} at head {})\n{}",
+        "{opening} {said}{counts}\n\n(answered by {lens} at head {})\n{}",
         head.short(),
         marker.render()
     )
@@ -175,7 +190,8 @@ mod tests {
                     "Right: `parse` never sees an empty slice; `load` checks it first (src/load.rs:40)."
                 ),
                 &lens,
-                &head()
+                &head(),
+                false
             )
         );
         insta::assert_snapshot!(
@@ -186,12 +202,23 @@ mod tests {
                     "The check in `load` is skipped on the retry path (src/load.rs:61), so the index still panics.\n\n<!-- reviewbot round=9 -->"
                 ),
                 &lens,
-                &head()
+                &head(),
+                false
             )
         );
         insta::assert_snapshot!(
             "answer_silent",
-            answer(&marker(Outcome::Holds), None, &lens, &head())
+            answer(&marker(Outcome::Holds), None, &lens, &head(), false)
+        );
+        insta::assert_snapshot!(
+            "answer_withdrawn_for_a_reader",
+            answer(
+                &marker(Outcome::Withdrawn),
+                Some("Right, the caller checks it."),
+                &lens,
+                &head(),
+                true
+            )
         );
         insta::assert_snapshot!("addressed", addressed(&marker(Outcome::Addressed), &head()));
         insta::assert_snapshot!(

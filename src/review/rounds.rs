@@ -3,8 +3,9 @@
 //!
 //! Only reviews authored by reviewbot's identity count — a marker pasted by a human is text, not
 //! a round. A finding already posted on code that has not changed is not posted again; one a
-//! human disputed (replied to) is not raised again unless its lines change; the verdict counts
-//! every finding that holds at this head, new or carried over.
+//! writer disputed (replied to) or dismissed (resolved its thread) is not raised again unless
+//! its lines change; the verdict counts every finding that holds at this head, new or carried
+//! over.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,7 +17,7 @@ use crate::ids::{DeliveryId, HeadSha};
 use crate::lens::contract::Severity;
 use crate::review::finding::{Finding, fingerprint};
 use crate::review::markers::{Identity, Outcome, RoundMarker, comment_fingerprint};
-use crate::review::threads::{State as ThreadState, Thread};
+use crate::review::threads::{Rulings, State as ThreadState, Thread};
 use crate::review::verdict::Verdict;
 
 /// A finding an earlier round reported, as far as it can be read back.
@@ -26,10 +27,12 @@ pub struct PastFinding {
     pub severity: Severity,
     /// Where it sat, when known (from its line comment or the body's list).
     pub place: Option<Place>,
-    /// A human replied in its thread and no answer of ours followed (yet).
+    /// A writer replied in its thread and no answer of ours followed (yet).
     pub disputed: bool,
-    /// Our answer in its thread withdrew it.
+    /// Our answer to a writer's dispute withdrew it.
     pub withdrawn: bool,
+    /// A writer resolved its thread on GitHub.
+    pub dismissed: bool,
     /// Its thread: our line comment's id, when it was posted as one.
     pub thread: Option<u64>,
     /// Its title as posted, when its comment or list item can be read back.
@@ -46,16 +49,17 @@ impl PastFinding {
             place,
             disputed: false,
             withdrawn: false,
+            dismissed: false,
             thread: None,
             title: None,
             human_replied: false,
         }
     }
 
-    /// Whether it counts in a verdict if it still holds: not waiting on a dispute, not
-    /// withdrawn.
+    /// Whether it counts in a verdict if it still holds: not waiting on a writer's dispute,
+    /// not withdrawn, not dismissed.
     pub fn standing(&self) -> bool {
-        !self.disputed && !self.withdrawn
+        !self.disputed && !self.withdrawn && !self.dismissed
     }
 }
 
@@ -80,12 +84,14 @@ pub struct History {
 }
 
 impl History {
-    /// Reads reviewbot's earlier rounds from a PR's reviews and review comments. In per-lens
-    /// mode (`lens`), only that lens's rounds count.
+    /// Reads reviewbot's earlier rounds from a PR's reviews and review comments; `rulings`
+    /// says whose replies and resolutions change what counts. In per-lens mode (`lens`), only
+    /// that lens's rounds count.
     pub fn read(
         reviews: &[Review],
         comments: &[ReviewComment],
         who: &Identity,
+        rulings: &Rulings,
         lens: Option<&str>,
     ) -> History {
         let mut history = History::default();
@@ -103,7 +109,7 @@ impl History {
 
         // Findings: every fingerprint our markers listed, with severity and place from our own
         // line comments or body lists; where their threads stand (`review::threads`).
-        for thread in Thread::collect(comments, who, |id| ours.contains(&id)) {
+        for thread in Thread::collect(comments, who, |id| ours.contains(&id), rulings) {
             let severity = severity_of(&thread.text).unwrap_or(Severity::Advisory);
             let place = thread.line.map(|line| Place {
                 path: thread.path.clone(),
@@ -117,6 +123,7 @@ impl History {
                 PastFinding {
                     disputed: matches!(state, ThreadState::Disputed { .. }),
                     withdrawn: state == ThreadState::Answered(Outcome::Withdrawn),
+                    dismissed: state == ThreadState::Dismissed,
                     thread: Some(thread.root),
                     title: Some(thread.title()),
                     human_replied: thread.human_replied(),
@@ -137,11 +144,12 @@ impl History {
         // Only what the latest round still reported is open; older fingerprints were settled.
         if let Some((_, latest)) = history.rounds.iter().max_by_key(|(_, m)| m.round) {
             let listed: BTreeSet<&String> = latest.findings.iter().collect();
-            // A settled thread (disputed, answered) stays known, so it is not raised again.
+            // A settled thread (disputed, withdrawn, dismissed) stays known, so it is not
+            // raised again.
             let settled: BTreeSet<String> = history
                 .findings
                 .values()
-                .filter(|f| f.disputed || f.withdrawn)
+                .filter(|f| !f.standing())
                 .map(|f| f.fingerprint.clone())
                 .collect();
             history
@@ -158,7 +166,7 @@ impl History {
     }
 
     /// What the latest round's findings come to now that their threads have spoken: those
-    /// withdrawn or disputed no longer count.
+    /// withdrawn, disputed or dismissed no longer count.
     pub fn standing_verdict(&self) -> Verdict {
         let mut v = Verdict::default();
         for f in self.findings.values().filter(|f| f.standing()) {
@@ -170,9 +178,10 @@ impl History {
         v
     }
 
-    /// Whether an answer in a thread withdrew one of the findings.
-    pub fn any_withdrawn(&self) -> bool {
-        self.findings.values().any(|f| f.withdrawn)
+    /// Whether a thread took one of the findings out of the count (withdrawn, disputed or
+    /// dismissed).
+    pub fn any_settled(&self) -> bool {
+        self.findings.values().any(|f| !f.standing())
     }
 
     /// The highest round so far (0 before the first).
@@ -299,7 +308,10 @@ pub fn settle(found: Vec<Finding>, history: &History, diff: &Diff, all_answered:
                 .push((f, "withdrawn in its thread; its lines have not changed")),
             Some(past) if past.disputed => settled
                 .suppressed
-                .push((f, "disputed by a human; its lines have not changed")),
+                .push((f, "disputed by a writer; its lines have not changed")),
+            Some(past) if past.dismissed => settled
+                .suppressed
+                .push((f, "dismissed by a writer; its lines have not changed")),
             Some(past) => {
                 seen.insert(f.fingerprint.clone());
                 settled.carried.push(Carried {
@@ -452,6 +464,13 @@ mod tests {
         }
     }
 
+    /// `alice` may write to the repository; nobody else may.
+    fn alice_writes() -> Rulings {
+        let mut r = Rulings::default();
+        r.writer("Alice");
+        r
+    }
+
     fn review(id: u64, user: User, body: &str) -> Review {
         Review {
             id,
@@ -557,14 +576,21 @@ mod tests {
             review(1, human("mallory"), &marker(7, SHA2, &[])),
             review(2, bot(), &marker(1, SHA1, &[])),
         ];
-        let h = History::read(&reviews, &[], &Identity::AnyBot, None);
+        let h = History::read(&reviews, &[], &Identity::AnyBot, &Rulings::default(), None);
         assert_eq!(h.last_round(), 1);
-        let h = History::read(&reviews, &[], &Identity::Login("someone-else".into()), None);
+        let h = History::read(
+            &reviews,
+            &[],
+            &Identity::Login("someone-else".into()),
+            &Rulings::default(),
+            None,
+        );
         assert_eq!(h.last_round(), 0);
         let h = History::read(
             &reviews,
             &[],
             &Identity::Login("REVIEWBOT[bot]".into()),
+            &Rulings::default(),
             None,
         );
         assert_eq!(h.last_round(), 1);
@@ -581,15 +607,29 @@ mod tests {
             review(2, bot(), &marker(4, SHA1, &[])),
         ];
         assert_eq!(
-            History::read(&reviews, &[], &Identity::AnyBot, Some("claude")).last_round(),
+            History::read(
+                &reviews,
+                &[],
+                &Identity::AnyBot,
+                &Rulings::default(),
+                Some("claude")
+            )
+            .last_round(),
             2
         );
         assert_eq!(
-            History::read(&reviews, &[], &Identity::AnyBot, Some("terra")).last_round(),
+            History::read(
+                &reviews,
+                &[],
+                &Identity::AnyBot,
+                &Rulings::default(),
+                Some("terra")
+            )
+            .last_round(),
             0
         );
         assert_eq!(
-            History::read(&reviews, &[], &Identity::AnyBot, None).last_round(),
+            History::read(&reviews, &[], &Identity::AnyBot, &Rulings::default(), None).last_round(),
             4
         );
     }
@@ -604,7 +644,13 @@ mod tests {
         );
         let reviews = vec![review(10, bot(), &marker(1, SHA1, &[&fp]))];
         let comments = vec![comment(100, 10, bot(), &body, None)];
-        let h = History::read(&reviews, &comments, &Identity::AnyBot, None);
+        let h = History::read(
+            &reviews,
+            &comments,
+            &Identity::AnyBot,
+            &alice_writes(),
+            None,
+        );
 
         // Found again, reworded: same lines, same fingerprint — not posted, carried over.
         let again = found(&diff, 2, "Calling unwrap here can crash");
@@ -673,7 +719,13 @@ mod tests {
             ),
             Some(100),
         ));
-        let h = History::read(&reviews, &comments, &Identity::AnyBot, None);
+        let h = History::read(
+            &reviews,
+            &comments,
+            &Identity::AnyBot,
+            &alice_writes(),
+            None,
+        );
         assert!(h.findings[&fp].standing() && h.findings[&fp].human_replied);
         assert!(settle(vec![], &h, &changed, true).addressed.is_empty());
     }
@@ -698,7 +750,13 @@ mod tests {
                 Some(100),
             ),
         ];
-        let h = History::read(&reviews, &comments, &Identity::AnyBot, None);
+        let h = History::read(
+            &reviews,
+            &comments,
+            &Identity::AnyBot,
+            &alice_writes(),
+            None,
+        );
         assert!(h.findings[&fp].withdrawn && !h.findings[&fp].disputed);
         let s = settle(vec![f], &h, &diff, true);
         assert!(s.post.is_empty() && s.carried.is_empty());
@@ -714,6 +772,7 @@ mod tests {
             &[review(10, bot(), &marker(1, SHA1, &[&fp]))],
             &[comment(100, 10, bot(), &body, None)],
             &Identity::AnyBot,
+            &Rulings::default(),
             None,
         );
         let moved = Diff::parse("diff --git a/src/a.rs b/src/a.rs\n--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1,2 +1,5 @@\n fn a() {}\n+// one\n+// two\n+let x = y.unwrap();\n fn c() {}\n").unwrap();
@@ -744,7 +803,13 @@ mod tests {
                 Some(100),
             ),
         ];
-        let h = History::read(&reviews, &comments, &Identity::AnyBot, None);
+        let h = History::read(
+            &reviews,
+            &comments,
+            &Identity::AnyBot,
+            &alice_writes(),
+            None,
+        );
         assert!(h.findings[&fp].disputed);
         let s = settle(vec![f], &h, &diff, true);
         assert!(s.post.is_empty() && s.carried.is_empty());
@@ -764,7 +829,107 @@ mod tests {
             ),
         ];
         assert!(
-            !History::read(&reviews, &comments, &Identity::AnyBot, None).findings[&fp].disputed
+            !History::read(
+                &reviews,
+                &comments,
+                &Identity::AnyBot,
+                &alice_writes(),
+                None
+            )
+            .findings[&fp]
+                .disputed
+        );
+    }
+
+    /// The PR's author (a reader, `bob`) replies "no" under a blocking finding: answered or
+    /// not, withdrawn or not, it still counts and is still carried over; only a writer's reply
+    /// or resolution takes it out.
+    #[test]
+    fn only_a_writer_changes_what_counts() {
+        let diff = Diff::parse(DIFF).unwrap();
+        let f = found(&diff, 2, "unwrap may panic");
+        let fp = f.fingerprint.clone();
+        let body = format!("**Blocking.** unwrap may panic. b\n<!-- reviewbot finding={fp} -->");
+        let reviews = vec![review(10, bot(), &marker(1, SHA1, &[&fp]))];
+        let answer = |id: u64, to: u64, outcome: &str| {
+            comment(
+                id,
+                10,
+                bot(),
+                &format!(
+                    "Withdrawn. ok\n<!-- reviewbot reply-to={to} outcome={outcome} finding={fp} -->"
+                ),
+                Some(100),
+            )
+        };
+        let counts = |comments: &[ReviewComment], rulings: &Rulings| {
+            let h = History::read(&reviews, comments, &Identity::AnyBot, rulings, None);
+            let s = settle(vec![f.clone()], &h, &diff, true);
+            (
+                h.standing_verdict().blocking,
+                verdict(&s.post, &s.carried).blocking,
+            )
+        };
+        let mut comments = vec![
+            comment(100, 10, bot(), &body, None),
+            comment(101, 11, human("bob"), "no", Some(100)),
+        ];
+        assert_eq!(
+            counts(&comments, &alice_writes()),
+            (1, 1),
+            "a reader's dispute"
+        );
+        comments.push(answer(102, 101, "withdrawn"));
+        assert_eq!(
+            counts(&comments, &alice_writes()),
+            (1, 1),
+            "a reader's withdrawal"
+        );
+
+        // A writer's reply disputes it until the next answer.
+        comments.push(comment(
+            103,
+            12,
+            human("alice"),
+            "agreed with bob",
+            Some(100),
+        ));
+        assert_eq!(
+            counts(&comments, &alice_writes()),
+            (0, 0),
+            "a writer's dispute"
+        );
+        comments.push(answer(104, 103, "holds"));
+        assert_eq!(counts(&comments, &alice_writes()), (1, 1), "still holds");
+        // The reader cannot undo that with another reply and withdrawal.
+        comments.push(comment(105, 13, human("bob"), "please", Some(100)));
+        comments.push(answer(106, 105, "withdrawn"));
+        assert_eq!(counts(&comments, &alice_writes()), (1, 1), "a reader again");
+        // A writer's next reply, answered `Withdrawn.`, keeps it out.
+        comments.push(comment(
+            107,
+            14,
+            human("ALICE"),
+            "really intended",
+            Some(100),
+        ));
+        comments.push(answer(108, 107, "withdrawn"));
+        assert_eq!(
+            counts(&comments, &alice_writes()),
+            (0, 0),
+            "a writer's withdrawal"
+        );
+
+        // A thread a writer resolved is dismissed, whatever was said.
+        let fresh = vec![comment(100, 10, bot(), &body, None)];
+        let mut resolved = alice_writes();
+        resolved.dismissed(100);
+        let h = History::read(&reviews, &fresh, &Identity::AnyBot, &resolved, None);
+        assert!(h.findings[&fp].dismissed && h.any_settled());
+        assert_eq!(counts(&fresh, &resolved), (0, 0));
+        assert_eq!(
+            settle(vec![f.clone()], &h, &diff, true).suppressed[0].1,
+            "dismissed by a writer; its lines have not changed"
         );
     }
 
@@ -782,7 +947,13 @@ mod tests {
             &marker(1, SHA1, &[&f.fingerprint]),
         )];
         let comments = vec![comment(100, 10, human("mallory"), &forged, None)];
-        let h = History::read(&reviews, &comments, &Identity::AnyBot, None);
+        let h = History::read(
+            &reviews,
+            &comments,
+            &Identity::AnyBot,
+            &alice_writes(),
+            None,
+        );
         assert!(h.findings.is_empty());
         assert_eq!(settle(vec![f], &h, &diff, true).post.len(), 1);
     }

@@ -2,12 +2,15 @@
 //! replied, what reviewbot answered, and what that leaves of the finding (`docs/contract.md`
 //! "Conversations").
 //!
-//! A thread is our finding comment (its root) and every reply GitHub files under it. Its state
-//! is decided by its last word: a human reply that no answer of ours follows is a dispute
-//! waiting for an answer; our answer settles it as withdrawn or still holding. Replies by bots
-//! never count, nor do replies that call on another bot (they are not addressed to us).
+//! A thread is our finding comment (its root) and every reply GitHub files under it. Every human
+//! reply that no answer of ours follows waits for one. What counts is another matter: only a
+//! writer (write access or more) changes it. A writer's reply disputes the finding until our
+//! next answer settles it as withdrawn or still holding; a writer who resolves the thread
+//! dismisses it. Anyone else is answered, and changes nothing — otherwise the author of a change
+//! could lift its blocking findings by replying "no". Replies by bots are never answered, nor
+//! are replies that call on another bot (they are not addressed to us).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diff::Side;
 use crate::github::model::ReviewComment;
@@ -22,19 +25,48 @@ pub struct Message {
     pub body: String,
     /// A human's reply (not a bot, not ours) that is addressed to us (calls on no other bot).
     pub human: bool,
+    /// A human reply by someone with write access or more: it may change what counts.
+    pub writer: bool,
     /// Our answer, when this is one.
     pub answer: Option<ReplyMarker>,
 }
 
-/// Where a thread stands.
+/// Where a thread's finding stands in what a round counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
-    /// Nobody replied, or only bots did.
+    /// No writer replied (nobody did, or only bots and people without write access did).
     Open,
-    /// A human replied and no answer of ours came after: the reply with this id waits.
+    /// A writer replied and no answer of ours came after: the reply with this id.
     Disputed { reply: u64 },
-    /// Our last answer, with no human reply after it.
+    /// Our first answer after the latest writer's reply.
     Answered(Outcome),
+    /// A writer resolved the thread on GitHub: the code owner decided.
+    Dismissed,
+}
+
+/// What GitHub says about who may change what counts: the repliers with write access or more,
+/// and the threads (by root comment) that such a person resolved.
+#[derive(Debug, Clone, Default)]
+pub struct Rulings {
+    /// Logins, compared without case (GitHub's logins are case-insensitive).
+    writers: BTreeSet<String>,
+    dismissed: BTreeSet<u64>,
+}
+
+impl Rulings {
+    /// `login` may write to the repository.
+    pub fn writer(&mut self, login: &str) {
+        self.writers.insert(login.to_ascii_lowercase());
+    }
+
+    /// A writer resolved the thread whose first comment is `root`.
+    pub fn dismissed(&mut self, root: u64) {
+        self.dismissed.insert(root);
+    }
+
+    fn is_writer(&self, login: &str) -> bool {
+        self.writers.contains(&login.to_ascii_lowercase())
+    }
 }
 
 /// A finding's thread.
@@ -52,16 +84,20 @@ pub struct Thread {
     /// The lenses the comment attributes the finding to, in order.
     pub lenses: Vec<LensName>,
     pub messages: Vec<Message>,
+    /// A writer resolved it on GitHub.
+    pub dismissed: bool,
 }
 
 impl Thread {
     /// Every thread under one of our finding comments. `ours` says which reviews are our
     /// rounds (only their comments are roots); `who` is reviewbot's own identity, whose
-    /// mention in a reply does not count as calling on another bot.
+    /// mention in a reply does not count as calling on another bot; `rulings` who may change
+    /// what counts.
     pub fn collect(
         comments: &[ReviewComment],
         who: &Identity,
         ours: impl Fn(u64) -> bool,
+        rulings: &Rulings,
     ) -> Vec<Thread> {
         let mut threads: BTreeMap<u64, Thread> = BTreeMap::new();
         for c in comments {
@@ -85,6 +121,7 @@ impl Thread {
                     text: c.body.clone(),
                     lenses: attribution(&c.body),
                     messages: Vec::new(),
+                    dismissed: rulings.dismissed.contains(&c.id),
                 },
             );
         }
@@ -103,11 +140,13 @@ impl Thread {
                 .then(|| ReplyMarker::find(&c.body))
                 .flatten();
             let human = !by_bot && !who.owns(c.user.as_ref()) && !calls_on_a_bot(&c.body, own);
+            let writer = human && rulings.is_writer(&author);
             thread.messages.push(Message {
                 id: c.id,
                 author,
                 body: c.body.clone(),
                 human,
+                writer,
                 answer,
             });
         }
@@ -118,38 +157,62 @@ impl Thread {
         out
     }
 
-    /// Where the thread stands: its last human reply or our last answer, whichever is later.
+    /// Where the thread's finding stands: dismissed when a writer resolved the thread; else
+    /// decided by the latest writer's reply and our first answer after it (an answer to a later
+    /// reply by anyone read the writer's reply too). A later answer to someone else's reply
+    /// changes nothing.
     pub fn state(&self) -> State {
-        let last_human = self.messages.iter().rev().find(|m| m.human);
-        let last_answer = self
+        if self.dismissed {
+            return State::Dismissed;
+        }
+        let Some(writer) = self.messages.iter().rev().find(|m| m.writer) else {
+            return State::Open;
+        };
+        match self.answers().find(|a| a.reply_to >= writer.id) {
+            Some(a) => State::Answered(a.outcome),
+            None => State::Disputed { reply: writer.id },
+        }
+    }
+
+    /// Our answers in the thread, in order.
+    fn answers(&self) -> impl Iterator<Item = &ReplyMarker> {
+        self.messages.iter().filter_map(|m| m.answer.as_ref())
+    }
+
+    /// Whether an answer of ours names reply `id` or a later one (it read that reply too).
+    fn answered_since(&self, id: u64) -> bool {
+        self.answers().any(|a| a.reply_to >= id)
+    }
+
+    /// The human reply waiting for an answer, if one is: the latest, when no answer of ours
+    /// names it or a later reply (two replies before an answer get one answer).
+    pub fn pending(&self) -> Option<&Message> {
+        let last = self.messages.iter().rev().find(|m| m.human)?;
+        (!self.answered_since(last.id)).then_some(last)
+    }
+
+    /// The writer's reply that an answer to reply `id`, posted now, settles: the latest
+    /// writer's reply at or before it that no answer of ours followed yet. A withdrawal files a
+    /// learning under that writer, in their words — never under someone else's argument, and
+    /// never when no writer's dispute was open.
+    pub fn ruling_writer(&self, id: u64) -> Option<&Message> {
+        let writer = self
             .messages
             .iter()
             .rev()
-            .find_map(|m| m.answer.as_ref().map(|a| (m.id, a)));
-        match (last_human, last_answer) {
-            (None, None) => State::Open,
-            (Some(h), None) => State::Disputed { reply: h.id },
-            // An answer to this reply (or a later one) settles it, wherever it sits.
-            (Some(h), Some((_, a))) if a.reply_to < h.id && !self.answered(h.id) => {
-                State::Disputed { reply: h.id }
-            }
-            (_, Some((_, a))) => State::Answered(a.outcome),
-        }
+            .filter(|m| m.id <= id)
+            .find(|m| m.writer)?;
+        (!self.answered_since(writer.id)).then_some(writer)
     }
 
-    /// Whether an answer of ours names reply `id`.
-    pub fn answered(&self, id: u64) -> bool {
-        self.messages
+    /// The logins of the humans who replied in `threads`, once each (whose permission decides
+    /// whether their reply changes what counts).
+    pub fn repliers(threads: &[Thread]) -> BTreeSet<String> {
+        threads
             .iter()
-            .any(|m| m.answer.as_ref().is_some_and(|a| a.reply_to == id))
-    }
-
-    /// The human reply waiting for an answer, if one is.
-    pub fn pending(&self) -> Option<&Message> {
-        match self.state() {
-            State::Disputed { reply } => self.messages.iter().find(|m| m.id == reply),
-            _ => None,
-        }
+            .flat_map(|t| t.messages.iter().filter(|m| m.human))
+            .map(|m| m.author.clone())
+            .collect()
     }
 
     /// Whether any human replied in the thread (its resolution is then left to humans).

@@ -12,7 +12,8 @@ use crate::pr::{REPO, Run, TOKEN, lens, stderr, world};
 
 const BOT: &str = "reviewbot[bot]";
 
-/// A command lens `talk`: in a round it reports one finding on `src/main.rs` line 3; asked
+/// A command lens `talk`: in a round it reports one finding on `src/main.rs` line 3 (blocking
+/// when `blocking` exists in its directory, else advisory); asked
 /// about a reply it withdraws the finding when `withdraw` exists in its directory, else keeps
 /// it. Every prompt it gets is appended to `prompts.txt`.
 fn talking_run(extra: &str) -> Run {
@@ -32,7 +33,9 @@ case "$req" in
       exit 0
     fi ;;
 esac
-echo '{{"findings":[{{"path":"src/main.rs","line":3,"start_line":null,"side":"RIGHT","severity":"advisory","confidence":"high","title":"Debug output left in","body":"dbg! prints to stderr in production.","quote":null,"suggestion":null}}],"summary":"The debug print is still there."}}'
+sev=advisory
+if [ -e '{dir}/blocking' ]; then sev=blocking; fi
+printf '{{"findings":[{{"path":"src/main.rs","line":3,"start_line":null,"side":"RIGHT","severity":"%s","confidence":"high","title":"Debug output left in","body":"dbg! prints to stderr in production.","quote":null,"suggestion":null}}],"summary":"The debug print is still there."}}\n' "$sev"
 "#,
             dir = dir.display()
         ),
@@ -337,4 +340,95 @@ fn a_thread_a_human_replied_in_is_left_to_the_humans() {
     );
     post(&run, &fake, None, &[]);
     assert!(fake.resolved_threads().is_empty());
+}
+
+/// `review --post --again --fail-on blocking`: its exit code, its verdict line, and the check
+/// run's conclusion and title afterwards.
+fn gate(run: &Run, fake: &FakeGithub) -> (Option<i32>, String, String, String) {
+    let o = run
+        .review_command(
+            fake,
+            Some(TOKEN),
+            7,
+            &["--post", "--again", "--fail-on", "blocking"],
+        )
+        .env_remove("REVIEWBOT_DATABASE_URL")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let verdict = out
+        .lines()
+        .find(|l| l.starts_with("Verdict:"))
+        .and_then(|l| l.split(" (").next())
+        .unwrap_or_default()
+        .to_owned();
+    let check = fake.check_runs(REPO).last().cloned().unwrap_or_default();
+    (
+        o.status.code(),
+        verdict,
+        check["conclusion"].as_str().unwrap_or_default().to_owned(),
+        check["output"]["title"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    )
+}
+
+/// The PR's author, with read access, replies "no" under a blocking finding, and the lens is
+/// persuaded: the answer says so, but the finding still counts — in the verdict, the exit
+/// status and the check run — and the author resolving the thread changes nothing either.
+/// A writer resolving it dismisses it.
+#[test]
+fn the_prs_author_cannot_lift_a_blocking_finding_only_a_writer_can() {
+    let fake = world();
+    fake.set_role(REPO, "author", "read");
+    fake.set_role(REPO, "maintainer", "maintain");
+    let run = talking_run("");
+    std::fs::write(run.dir.path().join("blocking"), "").unwrap();
+    let (code, verdict, conclusion, _) = gate(&run, &fake);
+    assert_eq!(
+        (code, verdict.as_str()),
+        (Some(1), "Verdict: 1 blocking, 0 advisory.")
+    );
+    assert_eq!(conclusion, "failure");
+    let thread = root(&fake);
+
+    std::fs::write(run.dir.path().join("withdraw"), "").unwrap();
+    fake.add_reply(REPO, 7, thread, "author", "no");
+    let (code, verdict, conclusion, title) = gate(&run, &fake);
+    assert_eq!(
+        (code, verdict.as_str()),
+        (Some(1), "Verdict: 1 blocking, 0 advisory.")
+    );
+    assert_eq!(
+        (conclusion.as_str(), title.as_str()),
+        ("failure", "Round 2: 1 blocking, 0 advisory")
+    );
+    let said = answers(&fake);
+    assert_eq!(
+        said.len(),
+        1,
+        "the author is answered all the same: {said:#?}"
+    );
+    assert!(said[0].starts_with("Withdrawn."), "{}", said[0]);
+    assert!(said[0].contains("The finding still counts"), "{}", said[0]);
+
+    // The author resolves the thread: GitHub allows it; it changes nothing.
+    fake.resolve_thread(thread, "author");
+    let (code, verdict, conclusion, _) = gate(&run, &fake);
+    assert_eq!(
+        (code, verdict.as_str()),
+        (Some(1), "Verdict: 1 blocking, 0 advisory.")
+    );
+    assert_eq!(conclusion, "failure");
+
+    // A maintainer resolving it is the code owner's decision: dismissed, not raised again.
+    fake.resolve_thread(thread, "maintainer");
+    let (code, verdict, conclusion, _) = gate(&run, &fake);
+    assert_eq!(
+        (code, verdict.as_str()),
+        (Some(0), "Verdict: 0 blocking, 0 advisory.")
+    );
+    assert_eq!(conclusion, "success");
+    assert_eq!(answers(&fake).len(), 1, "nothing more was said");
 }

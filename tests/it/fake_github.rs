@@ -564,9 +564,15 @@ impl FakeGithub {
     /// The PR's review comments (replies included), in creation order.
     /// The review threads resolved so far, by their first comment's id.
     pub fn resolved_threads(&self) -> Vec<u64> {
-        let mut ids: Vec<u64> = self.world().resolved_threads.iter().copied().collect();
+        let mut ids: Vec<u64> = self.world().resolved_threads.keys().copied().collect();
         ids.sort_unstable();
         ids
+    }
+
+    /// `login` resolves the thread whose first comment is `root`, as a person does on GitHub
+    /// (the PR's author may, whatever their permission).
+    pub fn resolve_thread(&self, root: u64, login: &str) {
+        self.world().resolved_threads.insert(root, login.to_owned());
     }
 
     pub fn review_comments(&self, repo: &str, n: u64) -> Vec<Value> {

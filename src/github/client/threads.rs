@@ -20,7 +20,7 @@ const THREADS_QUERY: &str =
     pullRequest(number: $number) {
       reviewThreads(first: 100, after: $after) {
         pageInfo { hasNextPage endCursor }
-        nodes { id isResolved comments(first: 1) { nodes { databaseId } } }
+        nodes { id isResolved resolvedBy { login } comments(first: 1) { nodes { databaseId } } }
       }
     }
   }
@@ -83,7 +83,14 @@ struct PageInfo {
 struct ThreadNode {
     id: String,
     is_resolved: bool,
+    #[serde(default)]
+    resolved_by: Option<Actor>,
     comments: CommentPage,
+}
+
+#[derive(Deserialize)]
+struct Actor {
+    login: String,
 }
 
 #[derive(Deserialize)]
@@ -163,6 +170,7 @@ impl GithubClient {
                 root: t.comments.nodes.first().and_then(|c| c.database_id),
                 id: t.id,
                 resolved: t.is_resolved,
+                resolved_by: t.resolved_by.map(|a| a.login).filter(|_| t.is_resolved),
             }));
             match page.page_info {
                 PageInfo {

@@ -45,8 +45,11 @@ fn answer(id: u64, to: u64, outcome: Outcome) -> ReviewComment {
     )
 }
 
+/// `alice` may write to the repository; `bob` may not.
 fn threads(comments: &[ReviewComment]) -> Vec<Thread> {
-    Thread::collect(comments, &Identity::Login(BOT.into()), |r| r == 1)
+    let mut rulings = Rulings::default();
+    rulings.writer("alice");
+    Thread::collect(comments, &Identity::Login(BOT.into()), |r| r == 1, &rulings)
 }
 
 #[test]
@@ -142,4 +145,53 @@ fn markers_round_trip() {
         ReplyMarker::find("<!-- reviewbot reply-to=x outcome=holds finding=a -->"),
         None
     );
+}
+
+#[test]
+fn a_readers_reply_waits_for_an_answer_but_disputes_nothing() {
+    let mut c = vec![
+        comment(10, BOT, ROOT, None),
+        comment(11, "bob", "no", Some(10)),
+    ];
+    let t = &threads(&c)[0];
+    assert_eq!(t.pending().map(|m| m.id), Some(11));
+    assert_eq!(t.state(), State::Open);
+    assert!(t.ruling_writer(11).is_none(), "no learning under a reader");
+    // Answered `Withdrawn.`: still open, still counted.
+    c.push(answer(12, 11, Outcome::Withdrawn));
+    assert_eq!(threads(&c)[0].state(), State::Open);
+    assert!(threads(&c)[0].pending().is_none());
+}
+
+#[test]
+fn a_learning_is_filed_under_the_writer_whose_dispute_an_answer_settles() {
+    // bob argues, alice (a writer) replies after: the answer to alice's reply settles her
+    // dispute, filed under her words.
+    let mut c = vec![
+        comment(10, BOT, ROOT, None),
+        comment(11, "bob", "the caller checks first", Some(10)),
+        comment(12, "alice", "+1", Some(10)),
+    ];
+    let t = &threads(&c)[0];
+    assert_eq!(t.pending().map(|m| m.id), Some(12));
+    assert_eq!(
+        t.ruling_writer(12).map(|m| m.author.as_str()),
+        Some("alice")
+    );
+    // Once her dispute was answered, a reader's later reply settles no writer's dispute.
+    c.push(answer(13, 12, Outcome::Holds));
+    c.push(comment(14, "bob", "look again", Some(10)));
+    let t = &threads(&c)[0];
+    assert_eq!(t.pending().map(|m| m.id), Some(14));
+    assert!(t.ruling_writer(14).is_none());
+    assert_eq!(t.state(), State::Answered(Outcome::Holds));
+}
+
+#[test]
+fn a_thread_a_writer_resolved_is_dismissed() {
+    let c = vec![comment(10, BOT, ROOT, None)];
+    let mut rulings = Rulings::default();
+    rulings.dismissed(10);
+    let t = &Thread::collect(&c, &Identity::Login(BOT.into()), |r| r == 1, &rulings)[0];
+    assert_eq!(t.state(), State::Dismissed);
 }

@@ -401,7 +401,7 @@ fn dispatch(world: &Shared, ctx: &Ctx) -> Response {
             }
         }
         ("POST", ["graphql"]) => {
-            let (status, body) = super::threads::graphql(&mut w, &ctx.body);
+            let (status, body) = super::threads::graphql(&mut w, &kind, &ctx.body);
             json_response(status, &body)
         }
         ("GET", ["repos", o, r, "issues", n, "labels"]) => list_labels(&w, ctx, o, r, n),

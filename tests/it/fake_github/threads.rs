@@ -46,14 +46,20 @@ pub(super) fn post_reply(
     }
 }
 
-/// `POST /graphql`.
-pub(super) fn graphql(w: &mut World, body: &[u8]) -> (u16, Value) {
+/// `POST /graphql`; a mutation is made by the token's account (a read-only token may not).
+pub(super) fn graphql(w: &mut World, kind: &TokenKind, body: &[u8]) -> (u16, Value) {
     let Ok(req) = serde_json::from_slice::<Value>(body) else {
         return (400, json!({ "message": "Problems parsing JSON" }));
     };
     let query = req["query"].as_str().unwrap_or_default();
     let vars = &req["variables"];
     if query.contains("resolveReviewThread") {
+        let who = match kind {
+            TokenKind::User(login) | TokenKind::Installation(login) => login.clone(),
+            TokenKind::ReadOnly => {
+                return errors("Resource not accessible by integration");
+            }
+        };
         let id = vars["id"].as_str().unwrap_or_default();
         let root = id
             .strip_prefix("PRRT_kwDO")
@@ -65,7 +71,7 @@ pub(super) fn graphql(w: &mut World, body: &[u8]) -> (u16, Value) {
             });
         return match root {
             Some(root) => {
-                w.resolved_threads.insert(root);
+                w.resolved_threads.entry(root).or_insert(who);
                 (
                     200,
                     json!({ "data": { "resolveReviewThread": { "thread": { "id": id, "isResolved": true } } } }),
@@ -111,7 +117,8 @@ pub(super) fn graphql(w: &mut World, body: &[u8]) -> (u16, Value) {
             .map(|root| {
                 json!({
                     "id": thread_id(*root),
-                    "isResolved": w.resolved_threads.contains(root),
+                    "isResolved": w.resolved_threads.contains_key(root),
+                    "resolvedBy": w.resolved_threads.get(root).map(|login| json!({ "login": login })),
                     "comments": { "nodes": [{ "databaseId": root }] },
                 })
             })

@@ -37,7 +37,8 @@ pub(super) struct World {
     /// Every check-run write answers 403 (a token without `checks: write`).
     pub checks_forbidden: bool,
     /// Review threads resolved (by their first comment's id).
-    pub resolved_threads: std::collections::HashSet<u64>,
+    /// Resolved threads by their first comment's id, with who resolved them.
+    pub resolved_threads: std::collections::HashMap<u64, String>,
     /// Where a request or an answer departed from GitHub's REST description.
     pub violations: Vec<Violation>,
     /// A test that sends requests GitHub's REST description does not allow, on purpose.
@@ -123,7 +124,7 @@ impl World {
             check_runs: Vec::new(),
             check_run_writes: Vec::new(),
             checks_forbidden: false,
-            resolved_threads: std::collections::HashSet::new(),
+            resolved_threads: std::collections::HashMap::new(),
             violations: Vec::new(),
             allow_invalid_requests: false,
             allow_unserved: false,
