@@ -1027,3 +1027,66 @@ mod flow {
         );
     }
 }
+
+/// The report of `review --pr` is the pipeline's, moved through: a finding whose quote is
+/// nowhere in its file at the head is dropped and counted there as under `review --diff`, and
+/// both paths print the same JSON fields.
+#[test]
+fn review_pr_reports_every_field_the_pipeline_counted() {
+    use serde_json::json;
+    let fake = world();
+    let run = Run::new("");
+    let finding = |line: u32, title: &str, quote: &str| {
+        json!({"path": "src/main.rs", "line": line, "start_line": null, "side": "RIGHT",
+               "severity": "advisory", "confidence": "high", "title": title,
+               "body": "Why.", "quote": quote, "suggestion": null})
+    };
+    let cfg = crate::hardening::echo_lens(
+        run.dir.path(),
+        &json!({"findings": [
+            finding(3, "Debug output left in", "dbg!(&total);"),
+            finding(2, "Totals are never checked", "assert!(total > 0);"),
+        ], "summary": "Read src/main.rs."}),
+    );
+    // `echo_lens` wrote the run's own config file, which `review --pr` reads.
+    assert_eq!(Path::new(&cfg), run.dir.path().join("reviewbot.toml"));
+    let o = run.review(&fake, Some(TOKEN), &["--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let pr = json(&o);
+    assert_eq!(pr["dropped_unfounded"], 1, "{pr:#}");
+    assert_eq!(pr["findings"].as_array().map(Vec::len), Some(1), "{pr:#}");
+
+    // The same lens on the same change as a patch on disk, with the head's file beside it.
+    let checkout = run.dir.path().join("checkout");
+    std::fs::create_dir_all(checkout.join("src")).unwrap();
+    std::fs::write(
+        checkout.join("src/main.rs"),
+        "fn main() {\n    let total = run();\n    dbg!(&total);\n    report(total);\n}\n\n",
+    )
+    .unwrap();
+    let patch = run.dir.path().join("main.diff");
+    std::fs::write(
+        &patch,
+        format!("diff --git a/src/main.rs b/src/main.rs\n--- a/src/main.rs\n+++ b/src/main.rs\n{LIB_PATCH}"),
+    )
+    .unwrap();
+    let o = crate::cli::reviewbot(
+        &[
+            "review",
+            "--diff",
+            &patch.display().to_string(),
+            "--checkout",
+            &checkout.display().to_string(),
+            "--config",
+            &cfg,
+            "--format",
+            "json",
+        ],
+        None,
+        run.dir.path(),
+    );
+    let local: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(local["dropped_unfounded"], 1, "{local:#}");
+    let keys = |v: &Value| v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>());
+    assert_eq!(keys(&pr), keys(&local));
+}
