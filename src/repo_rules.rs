@@ -24,7 +24,7 @@ pub const MAX_CHARS_EACH: usize = 4_000;
 /// Most characters of all rules files together.
 pub const MAX_CHARS_TOTAL: usize = 12_000;
 
-/// Most directories asked for a `REVIEW.md` (one request each); the shallowest win, as they
+/// Most directories asked for a `REVIEW.md` (all in one query); the shallowest win, as they
 /// cover the most files.
 pub const MAX_DIRECTORIES: usize = 40;
 

@@ -28,18 +28,66 @@ pub(super) struct Settings {
     pub snapshot: bool,
 }
 
-/// The PR, and the settings that apply to it.
+/// The base branch's files a round reads — its settings, `.gitattributes` and review rules —
+/// read together: a PR cannot change the settings and rules it is reviewed by.
+pub(super) struct BaseFiles {
+    git_ref: String,
+    /// Every path asked for so far, with its text (`None`: no such file, or not text).
+    read: BTreeMap<String, Option<String>>,
+}
+
+impl BaseFiles {
+    /// Reads `paths` not read yet, all in one request (one per 100 paths).
+    async fn read(
+        &mut self,
+        ctx: &FlowCtx<'_>,
+        repo: &RepoName,
+        paths: impl IntoIterator<Item = String>,
+    ) -> Result<(), GithubError> {
+        let wanted: Vec<String> = paths
+            .into_iter()
+            .filter(|p| !self.read.contains_key(p))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let texts = ctx
+            .github
+            .files_at_ref(repo, &self.git_ref, &wanted)
+            .await?;
+        self.read.extend(wanted.into_iter().zip(texts));
+        Ok(())
+    }
+
+    fn text(&self, path: &str) -> Option<&str> {
+        self.read.get(path).and_then(|t| t.as_deref())
+    }
+}
+
+/// The files every round reads from the base branch, asked for with the settings in the first
+/// request: the settings, `.gitattributes`, and the root's rules files.
+fn first_read() -> impl Iterator<Item = String> {
+    [REPO_CONFIG_PATH, GITATTRIBUTES, repo_rules::REVIEW_FILE]
+        .into_iter()
+        .chain(repo_rules::AGENT_FILES)
+        .map(str::to_owned)
+}
+
+/// The PR, the settings that apply to it, and the base branch's files read with them.
 pub(super) async fn pull_and_settings(
     ctx: &FlowCtx<'_>,
     repo: &RepoName,
     pr: PrNumber,
-) -> Result<(PullRequest, Settings), FlowError> {
+) -> Result<(PullRequest, Settings, BaseFiles), FlowError> {
     let pull = ctx.github.pull_request(repo, pr).await?;
-    let text = ctx
-        .github
-        .file_at_ref(repo, REPO_CONFIG_PATH, &pull.base_ref)
-        .await?;
-    let settings = match &text {
+    let mut base = BaseFiles {
+        git_ref: pull.base_ref.clone(),
+        read: BTreeMap::new(),
+    };
+    base.read(ctx, repo, first_read()).await?;
+    let settings = match base.text(REPO_CONFIG_PATH) {
         Some(text) => {
             let path = Path::new(REPO_CONFIG_PATH);
             Settings {
@@ -58,62 +106,37 @@ pub(super) async fn pull_and_settings(
             snapshot: ctx.config.context.enabled,
         },
     };
-    Ok((pull, settings))
+    Ok((pull, settings, base))
 }
 
 /// The repository's review rules for `diff`'s files, read from the base branch only (a PR
-/// cannot change the rules it is reviewed by): one request per candidate file, 404 = none.
-/// A candidate GitHub cannot serve as a file (a directory, over the contents API's size) is
-/// passed over.
+/// cannot change the rules it is reviewed by): the `REVIEW.md` of every directory of a changed
+/// file not read yet, in one request.
 pub(super) async fn repo_rules(
     ctx: &FlowCtx<'_>,
     repo: &RepoName,
-    base_ref: &str,
+    base: &mut BaseFiles,
     diff: &Diff,
 ) -> Result<Vec<RuleFile>, GithubError> {
-    let changed = diff.files().iter().map(|f| f.path());
-    let mut reviews = Vec::new();
-    for path in repo_rules::review_files(changed) {
-        if let Some(text) = rules_file(ctx, repo, &path, base_ref).await? {
-            reviews.push((path, text));
-        }
-    }
-    let mut agents = None;
-    for path in repo_rules::AGENT_FILES {
-        if let Some(text) = rules_file(ctx, repo, path, base_ref).await?
-            && repo_rules::review_section(&text).is_some()
-        {
-            agents = Some((path.to_owned(), text));
-            break;
-        }
-    }
+    let candidates = repo_rules::review_files(diff.files().iter().map(|f| f.path()));
+    base.read(ctx, repo, candidates.iter().cloned()).await?;
+    let reviews = candidates
+        .into_iter()
+        .filter_map(|path| base.text(&path).map(|text| (path.clone(), text.to_owned())))
+        .collect();
+    let agents = repo_rules::AGENT_FILES.into_iter().find_map(|path| {
+        base.text(path)
+            .filter(|text| repo_rules::review_section(text).is_some())
+            .map(|text| (path.to_owned(), text.to_owned()))
+    });
     Ok(repo_rules::collect(reviews, agents))
 }
 
 /// The base branch's root `.gitattributes` (none: nothing is generated or vendored).
-pub(super) async fn attributes(
-    ctx: &FlowCtx<'_>,
-    repo: &RepoName,
-    base_ref: &str,
-) -> Result<Attributes, GithubError> {
-    let text = rules_file(ctx, repo, GITATTRIBUTES, base_ref).await?;
-    Ok(text.as_deref().map(Attributes::parse).unwrap_or_default())
-}
-
-/// One file at the base, when GitHub serves it as a file.
-async fn rules_file(
-    ctx: &FlowCtx<'_>,
-    repo: &RepoName,
-    path: &str,
-    base_ref: &str,
-) -> Result<Option<String>, GithubError> {
-    match ctx.github.file_at_ref(repo, path, base_ref).await {
-        Err(GithubError::InvalidResponse { message, .. }) => {
-            tracing::warn!(%repo, path, %message, "repository file passed over");
-            Ok(None)
-        }
-        other => other,
-    }
+pub(super) fn attributes(base: &BaseFiles) -> Attributes {
+    base.text(GITATTRIBUTES)
+        .map(Attributes::parse)
+        .unwrap_or_default()
 }
 
 /// The round's snapshot of the repository at `head`: GitHub's archive, extracted as it

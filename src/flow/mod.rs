@@ -7,16 +7,18 @@
 //! GitHub is read only in `gather` and written only in `post`; every decision between is a
 //! pure function of what was gathered.
 //!
-//! Requests for a first round of an F-file PR: the PR, the base branch's config and
-//! `.gitattributes`, ⌈F/100⌉ file pages, the identity (unless `bot_login` is set), the
-//! reviews, the label re-check and the POST. A later round adds the thread comments and the
-//! compare call, and — once we have threads — each human replier's permission and one GraphQL
-//! query for who resolved them; a command adds the commenter's permission. A round with a model lens adds the repository's archive: the API's
-//! redirect and the download from the host it points to; and, unless `[review] repo_rules` is
-//! off, the review rules at the base: `REVIEW.md` at the root and in each directory of a
-//! changed file (at most 40), then `AGENTS.md` (and `CLAUDE.md` when `AGENTS.md` has no review
-//! section). A posted round adds its check run (`check`): a look for one left in progress, the
-//! create, and one completing update per 50 annotations.
+//! Requests for a first round of an F-file PR: the PR, one GraphQL query for the base branch's
+//! files every round reads (`.github/reviewbot.toml`, `.gitattributes`, and the root's
+//! `REVIEW.md`, `AGENTS.md` and `CLAUDE.md`), ⌈F/100⌉ file pages, the identity (unless
+//! `bot_login` is set), the reviews, the label re-check and the POST: 5 + ⌈F/100⌉ with
+//! `bot_login`. A round whose model lenses take the repository's rules adds one more query for
+//! the `REVIEW.md` of every directory of a changed file (at most 40), when a changed file sits
+//! below the root; and the repository's archive: the API's redirect and the download from the
+//! host it points to. A later round adds the thread comments and the compare call, and — once
+//! we have threads — each human replier's permission and one GraphQL query for who resolved
+//! them; a command adds the commenter's permission. A posted round adds its check run
+//! (`check`): a look for one left in progress, the create, and one completing update per 50
+//! annotations.
 
 mod check;
 mod converse;
@@ -124,7 +126,7 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
 }
 
 async fn review_round(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOutcome, FlowError> {
-    let (pull, settings) = gather::pull_and_settings(ctx, &req.repo, req.pr).await?;
+    let (pull, settings, mut base) = gather::pull_and_settings(ctx, &req.repo, req.pr).await?;
     let head = pull.head.clone();
     let mut review = settings.review;
     if let Some(fail_on) = req.fail_on {
@@ -361,12 +363,12 @@ async fn review_round(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOutc
     };
     // Rules are for prompts: the builtin lens alone takes none.
     if out.review.repo_rules && wants_snapshot {
-        context.rules = gather::repo_rules(ctx, &req.repo, &pull.base_ref, &scoped).await?;
+        context.rules = gather::repo_rules(ctx, &req.repo, &mut base, &scoped).await?;
     }
     if wants_snapshot {
         context.notes = gather::notes(ctx, &req.repo, &mut out.notices).await;
     }
-    context.attributes = Arc::new(gather::attributes(ctx, &req.repo, &pull.base_ref).await?);
+    context.attributes = Arc::new(gather::attributes(&base));
     out.notices.extend(Notice::for_context(&context.report));
     let reviewed = pipeline::review_with(
         scoped,

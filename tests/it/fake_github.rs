@@ -569,6 +569,11 @@ impl FakeGithub {
         ids
     }
 
+    /// Each GraphQL query for files at a ref, with the `<ref>:<path>` expressions it asked for.
+    pub fn files_asked(&self) -> Vec<Vec<String>> {
+        self.world().files_asked.clone()
+    }
+
     /// `login` resolves the thread whose first comment is `root`, as a person does on GitHub
     /// (the PR's author may, whatever their permission).
     pub fn resolve_thread(&self, root: u64, login: &str) {

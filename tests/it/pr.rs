@@ -162,7 +162,9 @@ fn review_without_post_prints_and_posts_nothing() {
         serde_json::json!({"blocking": 1, "advisory": 1})
     );
     assert!(fake.reviews(REPO, 7).is_empty());
-    assert_eq!(fake.count("POST", "/"), 0);
+    // The only POST reads the base branch's files (GraphQL); nothing is written.
+    assert_eq!(fake.count("POST", "/"), 1);
+    assert_eq!(fake.count("POST", "/graphql"), 1);
     assert!(fake.unexpected().is_empty(), "{:?}", fake.unexpected());
 }
 
@@ -431,6 +433,8 @@ fn a_disputed_finding_is_not_raised_again() {
         .iter()
         .find(|c| c["path"] == "app/work.py")
         .unwrap();
+    // A writer disputes it (anyone else's reply would change nothing in what counts).
+    fake.set_role(REPO, "alice", "write");
     fake.add_reply(
         REPO,
         7,
@@ -515,7 +519,11 @@ fn server_errors_are_retried_and_an_uncertain_post_is_not_repeated() {
         fake.count("POST", &format!("/repos/{REPO}/pulls/7/reviews")),
         1
     );
-    assert_eq!(fake.count("POST", "/"), 2, "the review and the check run");
+    assert_eq!(
+        fake.count("POST", "/") - fake.count("POST", "/graphql"),
+        2,
+        "the review and the check run"
+    );
 }
 
 #[test]
@@ -1089,4 +1097,54 @@ fn review_pr_reports_every_field_the_pipeline_counted() {
     assert_eq!(local["dropped_unfounded"], 1, "{local:#}");
     let keys = |v: &Value| v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>());
     assert_eq!(keys(&pr), keys(&local));
+}
+
+/// Requests of a first round of a 20-file PR whose files sit in 20 directories, check runs and
+/// the archive apart: the base branch's files are read in one query (two when model lenses
+/// take the directories' rules), never one request per file or directory.
+#[test]
+fn a_first_round_reads_the_base_branch_in_one_query_whatever_the_directories() {
+    let requests = |config: &str| {
+        let fake = FakeGithub::start();
+        fake.add_token(TOKEN, TokenKind::app());
+        let files = (0..20)
+            .map(|i| FileSpec::modified(&format!("dir{i}/code.py"), PY_PATCH))
+            .collect();
+        fake.add_pr(
+            REPO,
+            PrSpec {
+                number: 7,
+                files,
+                ..PrSpec::default()
+            },
+        );
+        let run = Run::new(&format!("bot_login = \"reviewbot[bot]\"\n{config}"));
+        let o = run.review(&fake, Some(TOKEN), &["--post"]);
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+        assert_eq!(fake.reviews(REPO, 7).len(), 1);
+        let counted: Vec<String> = fake
+            .requests()
+            .into_iter()
+            .filter(|r| !r.path.contains("/check-runs") && !r.path.contains("tar"))
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect();
+        (counted, fake.files_asked().len())
+    };
+    // The builtin lens alone: the PR, one query, ⌈20/100⌉ file pages, the reviews, the label
+    // re-check and the POST.
+    let (builtin, queries) = requests("");
+    assert_eq!(builtin.len(), 5 + 1, "{builtin:#?}");
+    assert_eq!(queries, 1);
+    // A model lens reads the rules of the 20 directories too: one query more.
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("quiet.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ncat >/dev/null\necho '{\"findings\":[]}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (model, queries) = requests(&lens("quiet", &script));
+    assert_eq!(model.len(), 6 + 1, "{model:#?}");
+    assert_eq!(queries, 2);
 }

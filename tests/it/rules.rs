@@ -53,13 +53,10 @@ fn review_ok(run: &Run, fake: &FakeGithub) -> Output {
     o
 }
 
-/// The refs every contents request asked for.
-fn content_requests(fake: &FakeGithub) -> Vec<(String, String)> {
-    fake.requests()
-        .into_iter()
-        .filter(|r| r.path.contains("/contents/"))
-        .map(|r| (r.path, r.query.unwrap_or_default()))
-        .collect()
+/// Every `<ref>:<path>` the files-at-ref queries asked for; no file is read one request each.
+fn files_asked(fake: &FakeGithub) -> Vec<String> {
+    assert_eq!(fake.count("GET", &format!("/repos/{REPO}/contents/")), 0);
+    fake.files_asked().concat()
 }
 
 /// Rules at the base (`main`) for PR #7 (files `src/main.rs`, `app/work.py`), and a PR that
@@ -148,20 +145,28 @@ fn the_base_branchs_rules_reach_the_lens_with_their_scope() {
     }
     // Nearest first: the src/ rules before the root's.
     assert!(prompt.find("SRC-RULE") < prompt.find("ROOT-RULE"));
-    // Every repository file is read at the base, one request each.
-    let asked = content_requests(&fake);
-    assert!(asked.iter().all(|(_, q)| q == "ref=main"), "{asked:?}");
-    let paths: Vec<&str> = asked.iter().map(|(p, _)| p.as_str()).collect();
-    for file in ["REVIEW.md", "app/REVIEW.md", "src/REVIEW.md", "AGENTS.md"] {
-        let want = format!("/repos/{REPO}/contents/{file}");
+    // Every repository file is read at the base, in two queries: what every round reads, then
+    // the REVIEW.md of the changed files' directories.
+    let queries = fake.files_asked();
+    assert_eq!(queries.len(), 2, "{queries:?}");
+    let asked = queries.concat();
+    assert!(asked.iter().all(|e| e.starts_with("main:")), "{asked:?}");
+    for file in [
+        ".github/reviewbot.toml",
+        ".gitattributes",
+        "REVIEW.md",
+        "app/REVIEW.md",
+        "src/REVIEW.md",
+        "AGENTS.md",
+        "CLAUDE.md",
+    ] {
+        let want = format!("main:{file}");
         assert_eq!(
-            paths.iter().filter(|p| **p == want).count(),
+            asked.iter().filter(|e| **e == want).count(),
             1,
-            "{want} in {paths:?}"
+            "{want} in {asked:?}"
         );
     }
-    // AGENTS.md had a review section: CLAUDE.md is not asked for.
-    assert!(!paths.iter().any(|p| p.ends_with("CLAUDE.md")));
     // The JSON names the files used.
     let used: Vec<(String, String)> = json(&o)["repo_rules"]
         .as_array()
@@ -198,8 +203,12 @@ fn the_repository_can_turn_its_rules_off() {
     let prompt = request(&run, "rec")["prompt"].as_str().unwrap().to_owned();
     assert!(!prompt.contains("RULE"), "{prompt}");
     assert_eq!(json(&o)["repo_rules"], serde_json::json!([]));
-    let asked = content_requests(&fake);
-    assert!(!asked.iter().any(|(p, _)| p.ends_with(".md")), "{asked:?}");
+    // Only what every round reads: no directory's REVIEW.md is asked for.
+    let asked = files_asked(&fake);
+    assert!(
+        !asked.iter().any(|e| e.ends_with("/REVIEW.md")),
+        "{asked:?}"
+    );
 }
 
 #[test]
@@ -327,12 +336,9 @@ fn generated_and_vendored_files_are_listed_and_kept_from_the_lenses() {
             "{kept} in {diff}"
         );
     }
-    let asked = content_requests(&fake);
+    let asked = files_asked(&fake);
     assert!(
-        asked.contains(&(
-            format!("/repos/{REPO}/contents/.gitattributes"),
-            "ref=main".to_owned()
-        )),
+        asked.contains(&"main:.gitattributes".to_owned()),
         "{asked:?}"
     );
     // The posted body lists them too.

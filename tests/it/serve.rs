@@ -1033,13 +1033,13 @@ async fn a_fork_pr_is_reviewed_by_the_base_config_and_no_lens_sees_an_app_secret
     settled(&site, &serve).await;
 
     // The config came from the base branch only.
-    let refs: Vec<String> = fake
-        .requests()
-        .iter()
-        .filter(|r| r.path.ends_with("/contents/.github/reviewbot.toml"))
-        .map(|r| r.query.clone().unwrap_or_default())
+    let asked: Vec<String> = fake
+        .files_asked()
+        .concat()
+        .into_iter()
+        .filter(|e| e.ends_with(":.github/reviewbot.toml"))
         .collect();
-    assert_eq!(refs, ["ref=main"]);
+    assert_eq!(asked, ["main:.github/reviewbot.toml"]);
     let body = &bodies(&fake)[0];
     assert!(body.contains("reviewers: env, builtin"), "{body}");
     assert!(body.contains("`no-bots` label opts this PR out"), "{body}");

@@ -1,72 +1,76 @@
-//! Repository contents: a file at a ref, and the archive of a commit (followed to its
-//! short-lived URL and streamed).
+//! Repository contents: a file at a ref, many files at a ref in one GraphQL query, and the
+//! archive of a commit (followed to its short-lived URL and streamed).
 
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use base64::Engine as _;
 use bytes::Bytes;
 use http::header::ACCEPT;
 use http::{Method, StatusCode, Uri};
 use http_body_util::BodyExt as _;
-use percent_encoding::utf8_percent_encode;
 
 use super::error::{GithubError, error_chain, fmt_wait};
 use super::transport::{Ctx, Raw};
-use super::wire::{ApiContent, PATH, QUERY, repo_path};
+use super::wire::repo_path;
 use super::{ACCEPT_JSON, CONTENTS_READ, GithubClient};
 use crate::github::model::RepoName;
 use crate::ids::HeadSha;
 
+/// The most files one GraphQL query reads (GitHub's node limit leaves room for far more; 100
+/// keeps a query small).
+const FILES_PER_QUERY: usize = 100;
+
 impl GithubClient {
-    /// The text of `path` at `git_ref` (contents API, base64-decoded). `None` on 404.
-    pub async fn file_at_ref(
+    /// The text of each of `paths` at `git_ref`, in order, read in one GraphQL query per 100
+    /// paths (`object(expression: "<ref>:<path>")`, the path passed as a variable, never
+    /// spliced into the query). `None` where there is no such file, and where GitHub does not
+    /// serve it whole as text (a directory, a binary, a blob past what GraphQL returns).
+    pub async fn files_at_ref(
         &self,
         repo: &RepoName,
-        path: &str,
         git_ref: &str,
-    ) -> Result<Option<String>, GithubError> {
+        paths: &[String],
+    ) -> Result<Vec<Option<String>>, GithubError> {
         let ctx = Ctx {
-            what: format!("reading {path} at {git_ref} in {repo}"),
+            what: format!("reading {} files at {git_ref} in {repo}", paths.len()),
             permission: CONTENTS_READ,
         };
-        let uri = format!(
-            "{}/contents/{}?ref={}",
-            repo_path(repo),
-            utf8_percent_encode(path.trim_start_matches('/'), PATH),
-            utf8_percent_encode(git_ref, QUERY)
-        );
-        let raw = self.get(&ctx, uri, ACCEPT_JSON).await?;
-        match raw.status {
-            StatusCode::OK => {}
-            StatusCode::NOT_FOUND => return Ok(None),
-            _ => return Err(self.error(&raw, &ctx)),
+        let mut out = Vec::with_capacity(paths.len());
+        for chunk in paths.chunks(FILES_PER_QUERY) {
+            let mut params = String::from("$owner: String!, $name: String!");
+            let mut fields = String::new();
+            let mut variables = serde_json::json!({ "owner": repo.owner(), "name": repo.name() });
+            for (i, path) in chunk.iter().enumerate() {
+                params.push_str(&format!(", $e{i}: String!"));
+                fields.push_str(&format!(
+                    " f{i}: object(expression: $e{i}) {{ ... on Blob {{ text isBinary isTruncated }} }}"
+                ));
+                variables[format!("e{i}")] =
+                    format!("{git_ref}:{}", path.trim_start_matches('/')).into();
+            }
+            let query = format!(
+                "query({params}) {{ repository(owner: $owner, name: $name) {{{fields} }} }}"
+            );
+            let data: serde_json::Value = self.graphql(&ctx, &query, variables).await?;
+            let Some(found) = data.get("repository").filter(|r| r.is_object()) else {
+                return Err(GithubError::InvalidResponse {
+                    what: ctx.what,
+                    message: "no such repository".into(),
+                });
+            };
+            for (i, path) in chunk.iter().enumerate() {
+                let blob = &found[format!("f{i}")];
+                let text = blob["text"]
+                    .as_str()
+                    .filter(|_| blob["isBinary"] == false && blob["isTruncated"] == false);
+                if blob.is_object() && text.is_none() {
+                    tracing::warn!(%repo, path, "repository file passed over: not text GitHub serves whole");
+                }
+                out.push(text.map(str::to_owned));
+            }
         }
-        let invalid = |message: &str| GithubError::InvalidResponse {
-            what: ctx.what.clone(),
-            message: message.to_owned(),
-        };
-        let content: ApiContent =
-            serde_json::from_slice(&raw.body).map_err(|_| invalid("not a file"))?;
-        if content.kind.as_deref().is_some_and(|k| k != "file") {
-            return Err(invalid("not a file"));
-        }
-        if content.encoding.as_deref() != Some("base64") {
-            return Err(invalid("the file is too large for the contents API"));
-        }
-        let packed: String = content
-            .content
-            .unwrap_or_default()
-            .chars()
-            .filter(|c| !c.is_ascii_whitespace())
-            .collect();
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(packed)
-            .map_err(|_| invalid("bad base64 content"))?;
-        String::from_utf8(bytes)
-            .map(Some)
-            .map_err(|_| invalid("the file is not UTF-8"))
+        Ok(out)
     }
 
     /// The archive of `repo` at `sha` (a gzip'd tar with one top folder), as a body to read

@@ -14,7 +14,6 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use base64::Engine as _;
 use http::header::HeaderMap;
 
 use super::error::unprocessable_errors;
@@ -797,37 +796,49 @@ async fn current_user_403_is_none() {
 }
 
 #[tokio::test]
-async fn file_at_ref_decodes_base64_and_404_is_none() {
+async fn files_at_ref_reads_many_files_in_one_query_and_passes_over_what_is_not_text() {
     let text = "[review]\ntrigger_label = \"ai-review\"\n";
-    let encoded = base64::engine::general_purpose::STANDARD.encode(text);
-    let wrapped = format!("{}\n{}", &encoded[..20], &encoded[20..]);
-    let fake = Fake::start(vec![
-        reply(
-            200,
-            json!({"type": "file", "encoding": "base64", "content": wrapped}).to_string(),
-        ),
-        reply(404, r#"{"message":"Not Found"}"#),
-    ])
+    let fake = Fake::start(vec![reply(
+        200,
+        json!({"data": {"repository": {
+            "f0": {"text": text, "isBinary": false, "isTruncated": false},
+            "f1": null,
+            "f2": {},
+            "f3": {"text": null, "isBinary": true, "isTruncated": false},
+            "f4": {"text": "cut", "isBinary": false, "isTruncated": true},
+        }}})
+        .to_string(),
+    )])
     .await;
     let client = fake.client(limits().0);
+    let paths: Vec<String> = [
+        ".github/reviewbot.toml",
+        "REVIEW.md",
+        "docs",
+        "logo.png",
+        "huge.md\") { x }",
+    ]
+    .map(str::to_owned)
+    .to_vec();
     let got = client
-        .file_at_ref(&repo(), ".github/reviewbot.toml", "main")
+        .files_at_ref(&repo(), "feature/x y", &paths)
         .await
         .unwrap();
-    assert_eq!(got.as_deref(), Some(text));
-    let missing = client
-        .file_at_ref(&repo(), ".github/reviewbot.toml", "feature/x y")
-        .await
-        .unwrap();
-    assert_eq!(missing, None);
-    let uris: Vec<String> = fake.received().into_iter().map(|r| r.uri).collect();
+    assert_eq!(got, vec![Some(text.to_owned()), None, None, None, None]);
+    let sent = fake.received();
+    assert_eq!(sent.len(), 1, "one query for every file");
+    assert_eq!(sent[0].uri, "/graphql");
+    let body: serde_json::Value = serde_json::from_str(&sent[0].body).unwrap();
     assert_eq!(
-        uris[0],
-        "/repos/octo/hello/contents/.github/reviewbot.toml?ref=main"
+        body["variables"]["e0"],
+        "feature/x y:.github/reviewbot.toml"
     );
-    assert_eq!(
-        uris[1],
-        "/repos/octo/hello/contents/.github/reviewbot.toml?ref=feature%2Fx%20y"
+    assert_eq!(body["variables"]["e4"], "feature/x y:huge.md\") { x }");
+    // Paths travel as variables, never inside the query's text.
+    let query = body["query"].as_str().unwrap();
+    assert!(
+        !query.contains("reviewbot.toml") && !query.contains("huge"),
+        "{query}"
     );
 }
 

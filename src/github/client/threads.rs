@@ -197,7 +197,7 @@ impl GithubClient {
     }
 
     /// One GraphQL request: GitHub answers 200 with `errors` for a query it refused.
-    async fn graphql<T: serde::de::DeserializeOwned>(
+    pub(super) async fn graphql<T: serde::de::DeserializeOwned>(
         &self,
         ctx: &Ctx,
         query: &str,

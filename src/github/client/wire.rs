@@ -194,13 +194,3 @@ pub(super) struct ApiCompare {
     #[serde(default)]
     pub(super) files: Vec<ApiFile>,
 }
-
-#[derive(Deserialize)]
-pub(super) struct ApiContent {
-    #[serde(rename = "type", default)]
-    pub(super) kind: Option<String>,
-    #[serde(default)]
-    pub(super) content: Option<String>,
-    #[serde(default)]
-    pub(super) encoding: Option<String>,
-}

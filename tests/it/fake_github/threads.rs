@@ -1,6 +1,7 @@
 //! Conversations on the fake: replies in a review comment's thread (REST) and the GraphQL
-//! endpoint, for exactly the two operations reviewbot sends — listing a PR's review threads
-//! (paged, 100 at a time) and `resolveReviewThread`. Anything else GraphQL is answered as
+//! endpoint, for exactly the three operations reviewbot sends — listing a PR's review threads
+//! (paged, 100 at a time), `resolveReviewThread`, and files at a ref
+//! (`object(expression: "<ref>:<path>")` under aliases). Anything else GraphQL is answered as
 //! GitHub answers a query it cannot run: 200 with `errors`.
 
 use serde_json::{Value, json};
@@ -82,6 +83,9 @@ pub(super) fn graphql(w: &mut World, kind: &TokenKind, body: &[u8]) -> (u16, Val
             )),
         };
     }
+    if query.contains("object(expression:") {
+        return files_at_ref(w, query, vars);
+    }
     if query.contains("reviewThreads") {
         let owner = vars["owner"].as_str().unwrap_or_default();
         let name = vars["name"].as_str().unwrap_or_default();
@@ -133,6 +137,58 @@ pub(super) fn graphql(w: &mut World, kind: &TokenKind, body: &[u8]) -> (u16, Val
         );
     }
     errors("the fake GitHub does not serve this query")
+}
+
+/// `repository { fN: object(expression: $eN) { ... on Blob { text isBinary isTruncated } } }`:
+/// a file is a Blob, a path with files below it a Tree (on which the Blob fragment selects
+/// nothing: `{}`), anything else `null`. Every alias must name a declared variable, as GitHub
+/// refuses a query using an undeclared one.
+fn files_at_ref(w: &mut World, query: &str, vars: &Value) -> (u16, Value) {
+    let owner = vars["owner"].as_str().unwrap_or_default();
+    let name = vars["name"].as_str().unwrap_or_default();
+    let key = super::repo_key(&format!("{owner}/{name}"));
+    let Some(repo) = w.repos.get(&key) else {
+        return errors(&format!(
+            "Could not resolve to a Repository with the name '{owner}/{name}'."
+        ));
+    };
+    let mut found = serde_json::Map::new();
+    let mut asked = Vec::new();
+    for i in 0.. {
+        let alias = format!("f{i}: object(expression: $e{i})");
+        if !query.contains(&alias) {
+            break;
+        }
+        if !query.contains(&format!("$e{i}: String!")) {
+            return errors(&format!(
+                "Variable $e{i} is used by anonymous query but not declared"
+            ));
+        }
+        let Some((git_ref, path)) = vars[format!("e{i}")]
+            .as_str()
+            .and_then(|e| e.split_once(':'))
+        else {
+            return errors(&format!(
+                "Variable $e{i} of type String! was provided invalid value"
+            ));
+        };
+        asked.push(format!("{git_ref}:{path}"));
+        let below = format!("{path}/");
+        let value = match repo.contents.get(&(git_ref.to_owned(), path.to_owned())) {
+            Some(text) => json!({ "text": text, "isBinary": false, "isTruncated": false }),
+            None if repo
+                .contents
+                .keys()
+                .any(|(r, p)| r == git_ref && p.starts_with(&below)) =>
+            {
+                json!({})
+            }
+            None => Value::Null,
+        };
+        found.insert(format!("f{i}"), value);
+    }
+    w.files_asked.push(asked);
+    (200, json!({ "data": { "repository": found } }))
 }
 
 fn is_root(pr: &super::world::Pr, root: u64) -> bool {

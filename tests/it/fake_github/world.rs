@@ -39,6 +39,8 @@ pub(super) struct World {
     /// Review threads resolved (by their first comment's id).
     /// Resolved threads by their first comment's id, with who resolved them.
     pub resolved_threads: std::collections::HashMap<u64, String>,
+    /// Each GraphQL files-at-ref query: the `<ref>:<path>` expressions it asked for.
+    pub files_asked: Vec<Vec<String>>,
     /// Where a request or an answer departed from GitHub's REST description.
     pub violations: Vec<Violation>,
     /// A test that sends requests GitHub's REST description does not allow, on purpose.
@@ -125,6 +127,7 @@ impl World {
             check_run_writes: Vec::new(),
             checks_forbidden: false,
             resolved_threads: std::collections::HashMap::new(),
+            files_asked: Vec::new(),
             violations: Vec::new(),
             allow_invalid_requests: false,
             allow_unserved: false,
