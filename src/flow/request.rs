@@ -38,7 +38,8 @@ impl Reason {
         matches!(self, Reason::Reply { .. })
     }
 
-    /// The store's `jobs.kind`: reply jobs are superseded by nothing and coalesce with nothing.
+    /// The store's `jobs.kind`: reply jobs are superseded by nothing, and join only the PR's
+    /// queued reply job.
     pub fn job_kind(&self) -> &'static str {
         match self {
             Reason::Reply { .. } => "reply",

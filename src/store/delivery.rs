@@ -62,6 +62,11 @@ pub(crate) const TOUCH_PULL: &str = "INSERT INTO pulls (repo, pr, last_request_a
 pub(crate) const SAME_HEAD_JOB: &str = "SELECT id FROM jobs WHERE repo = $1 AND pr = $2 \
      AND state IN ('queued', 'running') AND superseded_by IS NULL AND kind = 'round' \
      AND (head = $3 OR (head IS NULL AND $3 IS NULL)) ORDER BY id LIMIT 1";
+/// The PR's reply job still queued: a new reply joins it (the job answers every pending reply
+/// of the PR when it runs, so one queued job covers them all — one archive and one answer a
+/// reply, not a job each). A running one may have read its threads already: not joined.
+pub(crate) const QUEUED_REPLY_JOB: &str = "SELECT id FROM jobs WHERE repo = $1 AND pr = $2 \
+     AND state = 'queued' AND kind = 'reply' ORDER BY id LIMIT 1";
 pub(crate) const INSERT_JOB: &str = "INSERT INTO jobs (delivery_id, repo, pr, head, forced, request, state, \
                        run_after, created_at, updated_at, kind) \
      VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $7, $7, $8) RETURNING id";

@@ -19,8 +19,8 @@ use sqlx::{Pool, Postgres, Row, Sqlite};
 use tokio::sync::oneshot;
 
 use super::delivery::{
-    Accepted, INSERT_DELIVERY, INSERT_JOB, NewDelivery, SAME_HEAD_JOB, SET_OUTCOME,
-    SUPERSEDE_OTHER_HEADS, TOUCH_PULL, payload_of,
+    Accepted, INSERT_DELIVERY, INSERT_JOB, NewDelivery, QUEUED_REPLY_JOB, SAME_HEAD_JOB,
+    SET_OUTCOME, SUPERSEDE_OTHER_HEADS, TOUCH_PULL, payload_of,
 };
 use super::sqlite_intake::{self, writer_gone};
 use super::{Db, Dialect, Scope, Store, StoreError, millis, now_ms, to_i64};
@@ -196,7 +196,8 @@ macro_rules! accept_in_tx {
 }
 
 /// The job half of accepting a new delivery that asks for a round, inside `$tx`: coalesce into
-/// the PR's queued or running job for the same head (unless forced), or queue a new job and
+/// the PR's queued or running job for the same head (unless forced), a reply into the PR's
+/// queued reply job, or queue a new job and
 /// supersede the older heads' (queued: superseded; running: flagged). The delivery's row must
 /// exist already (the job refers to it); its outcome is the caller's to record.
 macro_rules! enqueue_in_tx {
@@ -213,7 +214,13 @@ macro_rules! enqueue_in_tx {
                 .bind(now)
                 .execute(&mut *$tx)
                 .await?;
-            let same_head: Option<i64> = if request.force || request.reason.is_reply() {
+            let same_head: Option<i64> = if request.reason.is_reply() {
+                sqlx::query_scalar(QUEUED_REPLY_JOB)
+                    .bind(&repo)
+                    .bind(pr)
+                    .fetch_optional(&mut *$tx)
+                    .await?
+            } else if request.force {
                 None
             } else {
                 sqlx::query_scalar(SAME_HEAD_JOB)

@@ -19,8 +19,8 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, Transactio
 use tokio::sync::{mpsc, oneshot};
 
 use super::delivery::{
-    Accepted, INSERT_DELIVERY, INSERT_JOB, NewDelivery, SAME_HEAD_JOB, SET_OUTCOME,
-    SUPERSEDE_OTHER_HEADS, TOUCH_PULL, payload_of,
+    Accepted, INSERT_DELIVERY, INSERT_JOB, NewDelivery, QUEUED_REPLY_JOB, SAME_HEAD_JOB,
+    SET_OUTCOME, SUPERSEDE_OTHER_HEADS, TOUCH_PULL, payload_of,
 };
 use super::{SQLITE_BUSY_TIMEOUT, StoreError, now_ms, to_i64};
 use crate::flow::request::ReviewRequest;
@@ -180,17 +180,24 @@ fn enqueue(
     let head = request.head.as_ref().map(|h| h.as_str());
     tx.prepare_cached(TOUCH_PULL)?
         .execute(rusqlite::named_params! { "$1": repo, "$2": pr, "$3": now })?;
-    if !request.force && !request.reason.is_reply() {
-        let same_head: Option<i64> = tx
-            .prepare_cached(SAME_HEAD_JOB)?
+    let joins: Option<i64> = if request.reason.is_reply() {
+        tx.prepare_cached(QUEUED_REPLY_JOB)?
+            .query_row(rusqlite::named_params! { "$1": repo, "$2": pr }, |row| {
+                row.get(0)
+            })
+            .optional()?
+    } else if request.force {
+        None
+    } else {
+        tx.prepare_cached(SAME_HEAD_JOB)?
             .query_row(
                 rusqlite::named_params! { "$1": repo, "$2": pr, "$3": head },
                 |row| row.get(0),
             )
-            .optional()?;
-        if let Some(into) = same_head {
-            return Ok(Accepted::Coalesced { into: JobId(into) });
-        }
+            .optional()?
+    };
+    if let Some(into) = joins {
+        return Ok(Accepted::Coalesced { into: JobId(into) });
     }
     let payload = payload_of(Some(request))?.unwrap_or_default();
     let job: i64 = tx.prepare_cached(INSERT_JOB)?.query_row(

@@ -65,7 +65,7 @@ on_both!(
     rounds_and_lens_runs_are_recorded,
     the_days_cost_is_summed_per_installation_and_a_job_waits,
     a_closed_store_answers_with_errors,
-    reply_jobs_are_superseded_by_nothing_and_coalesce_with_nothing,
+    reply_jobs_are_superseded_by_nothing_and_join_only_a_queued_reply_job,
     learnings_are_kept_once_per_reply_listed_and_forgotten,
 );
 
@@ -869,11 +869,16 @@ fn reply_request(id: u64) -> ReviewRequest {
     }
 }
 
-async fn reply_jobs_are_superseded_by_nothing_and_coalesce_with_nothing(db: TestDb) {
+async fn reply_jobs_are_superseded_by_nothing_and_join_only_a_queued_reply_job(db: TestDb) {
     let store = db.store;
     let reply = enqueued(&enqueue(&store, &reply_request(10)).await);
-    // A second reply is a job of its own, and a command (no head either) does not join it.
-    let second = enqueued(&enqueue(&store, &reply_request(11)).await);
+    // A second reply joins the queued reply job: it answers every pending reply of the PR.
+    let second = enqueue(&store, &reply_request(11)).await;
+    assert!(
+        matches!(second, Accepted::Coalesced { into } if into == reply),
+        "{second:?}"
+    );
+    // A command (no head either) does not join it.
     let command = ReviewRequest {
         head: None,
         reason: Reason::Command {
@@ -882,7 +887,7 @@ async fn reply_jobs_are_superseded_by_nothing_and_coalesce_with_nothing(db: Test
         ..request(1, 'a', false)
     };
     let command = enqueued(&enqueue(&store, &command).await);
-    assert!(reply != second && second != command);
+    assert!(reply != command);
     // A push supersedes the command's round, never a reply job.
     let push = enqueue(&store, &request(1, 'b', false)).await;
     let Accepted::Enqueued { superseded, .. } = push else {
@@ -890,7 +895,12 @@ async fn reply_jobs_are_superseded_by_nothing_and_coalesce_with_nothing(db: Test
     };
     assert_eq!(superseded, vec![command]);
     assert_eq!(state(&store, reply).await, JobState::Queued);
-    assert_eq!(state(&store, second).await, JobState::Queued);
+    // Once the reply job runs, a new reply is a job of its own (the running one may have read
+    // its threads already).
+    let claimed = store.claim("w1", LONG).await.unwrap();
+    assert_eq!(claimed.map(|j| j.id), Some(reply));
+    let third = enqueued(&enqueue(&store, &reply_request(12)).await);
+    assert!(third != reply);
 }
 
 async fn learnings_are_kept_once_per_reply_listed_and_forgotten(db: TestDb) {
