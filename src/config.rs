@@ -41,6 +41,10 @@ pub struct LensConfig {
     pub focus: Option<String>,
     pub temperature: Option<f32>,
     pub max_output_tokens: Option<u32>,
+    /// Dollars per million input tokens: what the lens costs when its backend reports no cost.
+    pub price_in_per_mtok: Option<f64>,
+    /// Dollars per million output tokens.
+    pub price_out_per_mtok: Option<f64>,
     #[serde(default, deserialize_with = "duration_opt")]
     pub timeout: Option<Duration>,
     #[serde(default)]
@@ -210,6 +214,9 @@ pub struct ServeConfig {
     /// Most dollars one installation's lenses may cost in a UTC day; once its recorded cost
     /// reaches it, its rounds wait for the next day. `None`: no limit.
     pub daily_budget_usd: Option<f64>,
+    /// Most tokens one installation's lenses without a cost (no price declared, none reported)
+    /// may spend in a UTC day; past it, its rounds wait too. `None`: no limit.
+    pub daily_budget_tokens: Option<u64>,
 }
 
 impl Default for ServeConfig {
@@ -220,6 +227,7 @@ impl Default for ServeConfig {
             max_attempts: 3,
             retry_after: Duration::from_secs(30),
             daily_budget_usd: None,
+            daily_budget_tokens: None,
         }
     }
 }
@@ -423,6 +431,35 @@ impl Config {
                 "must be a number of dollars above zero".into(),
             ));
         }
+        if self.serve.daily_budget_tokens == Some(0) {
+            return Err((
+                "daily_budget_tokens".into(),
+                "must be a number of tokens above zero".into(),
+            ));
+        }
+        for lens in &self.lens {
+            for (key, price) in [
+                ("price_in_per_mtok", lens.price_in_per_mtok),
+                ("price_out_per_mtok", lens.price_out_per_mtok),
+            ] {
+                if price.is_some_and(|p| !(p.is_finite() && p >= 0.0)) {
+                    return Err((
+                        key.into(),
+                        "must be a number of dollars, zero or more".into(),
+                    ));
+                }
+            }
+            if lens.price_in_per_mtok.is_some() != lens.price_out_per_mtok.is_some() {
+                return Err((
+                    "price_in_per_mtok".into(),
+                    format!(
+                        "lens {:?} declares one price: declare both price_in_per_mtok and \
+                         price_out_per_mtok",
+                        lens.name
+                    ),
+                ));
+            }
+        }
         if self.serve.max_attempts == 0 {
             return Err(("max_attempts".into(), "must be at least 1".into()));
         }
@@ -534,6 +571,13 @@ impl LensConfig {
         spec.api_fallback_model = self.api_fallback_model.clone();
         spec.temperature = self.temperature;
         spec.max_output_tokens = self.max_output_tokens;
+        spec.prices = match (self.price_in_per_mtok, self.price_out_per_mtok) {
+            (Some(input_per_mtok), Some(output_per_mtok)) => Some(crate::lens::Prices {
+                input_per_mtok,
+                output_per_mtok,
+            }),
+            _ => None,
+        };
         spec
     }
 }
@@ -774,6 +818,27 @@ workers = 4
         assert!(e.contains("line 3") && e.contains("workers"), "{e}");
         let e = parse("[serve]\nlease = \"10ms\"\n").unwrap_err();
         assert!(e.contains("line 2") && e.contains("lease"), "{e}");
+    }
+
+    #[test]
+    fn prices_come_in_pairs_and_budgets_are_positive() {
+        let c = parse("[[lens]]\nname = \"gpt\"\nbackend = \"openai\"\nmodel = \"gpt-5.6\"\nprice_in_per_mtok = 1.25\nprice_out_per_mtok = 10\n[serve]\ndaily_budget_tokens = 2000000\n").unwrap();
+        assert_eq!(
+            c.lens("gpt").unwrap().prices,
+            Some(crate::lens::Prices {
+                input_per_mtok: 1.25,
+                output_per_mtok: 10.0
+            })
+        );
+        assert_eq!(c.serve.daily_budget_tokens, Some(2_000_000));
+        let e = parse("[[lens]]\nname = \"gpt\"\nbackend = \"openai\"\nprice_in_per_mtok = 1.0\n")
+            .unwrap_err();
+        assert!(e.contains("declare both"), "{e}");
+        let e = parse("[[lens]]\nname = \"gpt\"\nbackend = \"openai\"\nprice_in_per_mtok = -1.0\nprice_out_per_mtok = 1.0\n")
+            .unwrap_err();
+        assert!(e.contains("price_in_per_mtok"), "{e}");
+        let e = parse("[serve]\ndaily_budget_tokens = 0\n").unwrap_err();
+        assert!(e.contains("daily_budget_tokens"), "{e}");
     }
 
     #[test]

@@ -482,14 +482,13 @@ async fn gated(
     out
 }
 
-/// A round that waits for its installation's daily budget (`[serve] daily_budget_usd`): none
-/// runs now, and the check run on the head the request names says why, `neutral`. What to
-/// tell about it comes back.
+/// A round that waits for its installation's daily budget (`[serve] daily_budget_usd` or
+/// `daily_budget_tokens`, the one it reached in `over`): none runs now, and the check run on
+/// the head the request names says why, `neutral`. What to tell about it comes back.
 pub async fn wait_for_budget(
     ctx: &FlowCtx<'_>,
     req: &ReviewRequest,
-    spent: f64,
-    budget: f64,
+    over: &crate::review::notice::Budget,
 ) -> Vec<Notice> {
     let mut notices = Vec::new();
     let Some(head) = req.head.as_ref().filter(|_| check::wanted(ctx, req.post)) else {
@@ -500,7 +499,7 @@ pub async fn wait_for_budget(
         pr: req.pr,
         head,
     };
-    let summary = crate::render::check::budget_summary(spent, budget);
+    let summary = crate::render::check::budget_summary(over);
     check::waiting(ctx, &site, summary, &mut notices).await;
     notices
 }

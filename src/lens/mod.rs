@@ -87,6 +87,25 @@ pub struct LensSpec {
     pub api_fallback_model: Option<String>,
     pub temperature: Option<f32>,
     pub max_output_tokens: Option<u32>,
+    /// The prices its `[[lens]]` declares: what its tokens cost when the backend reports no
+    /// cost itself (every API lens), so the daily budget counts it.
+    pub prices: Option<Prices>,
+}
+
+/// Dollars per million tokens, as an operator declares them for a lens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prices {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+}
+
+impl Prices {
+    /// What `usage` costs at these prices, in dollars.
+    pub fn cost(&self, usage: Usage) -> f64 {
+        (usage.input_tokens as f64 * self.input_per_mtok
+            + usage.output_tokens as f64 * self.output_per_mtok)
+            / 1_000_000.0
+    }
 }
 
 impl LensSpec {
@@ -111,6 +130,7 @@ impl LensSpec {
             api_fallback_model: None,
             temperature: None,
             max_output_tokens: None,
+            prices: None,
         }
     }
 }

@@ -11,6 +11,7 @@ use crate::render::markdown::{self, BodyOptions};
 use crate::render::{clean, failed_lenses, skipped_text, verdict_line};
 use crate::review::finding::Finding;
 use crate::review::markers::RoundMarker;
+use crate::review::notice::Budget;
 use crate::review::{Report, Severity, Verdict};
 
 /// The check run's name on every head.
@@ -89,14 +90,30 @@ pub fn budget_title() -> String {
 }
 
 /// Why a round waits: what the installation's lenses cost today, of what budget.
-pub fn budget_summary(spent: f64, budget: f64) -> String {
+pub fn budget_summary(over: &Budget) -> String {
     format!(
-        "Not reviewed yet: daily review budget reached. This installation's reviews cost {} \
-         today (UTC), of a daily budget of {}, so this round waits for the next UTC day. A \
-         `/reviewbot review` comment from a maintainer runs one round now.\n",
-        crate::render::dollars(spent),
-        crate::render::dollars(budget)
+        "Not reviewed yet: daily review budget reached. This installation's reviews {} today \
+         (UTC), so this round waits for the next UTC day. A `/reviewbot review` comment from a \
+         maintainer runs one round now.\n",
+        spending(over)
     )
+}
+
+/// What was spent of which budget: "cost $1.25 of a daily budget of $1.00", or for lenses
+/// without a price "spent 2,000,512 tokens of a daily budget of 2,000,000".
+pub fn spending(over: &Budget) -> String {
+    match *over {
+        Budget::Dollars { spent, budget } => format!(
+            "cost {} of a daily budget of {}",
+            crate::render::dollars(spent),
+            crate::render::dollars(budget)
+        ),
+        Budget::Tokens { spent, budget } => format!(
+            "spent {} tokens (lenses without a price) of a daily budget of {}",
+            crate::render::thousands(spent),
+            crate::render::thousands(budget)
+        ),
+    }
 }
 
 /// Why a gated round did not run.
@@ -273,7 +290,10 @@ mod tests {
             skipped_title(),
             skipped_summary(&draft),
             budget_title(),
-            budget_summary(1.25, 1.0),
+            budget_summary(&Budget::Dollars {
+                spent: 1.25,
+                budget: 1.0,
+            }),
             abandoned_title(),
             abandoned_summary(3, "octo/app#7 was not found (404): Not Found."),
         ];

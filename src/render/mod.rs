@@ -232,7 +232,7 @@ pub fn cost_line(lenses: &[Provenance]) -> Option<String> {
 }
 
 /// `12340` as `12,340`.
-fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {

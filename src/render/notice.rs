@@ -78,17 +78,12 @@ impl fmt::Display for Notice {
             Notice::LeftOut(left_out) => {
                 write!(f, "notice: the snapshot {}", left_out_text(left_out))
             }
-            Notice::BudgetReached {
-                installation,
-                spent,
-                budget,
-            } => write!(
+            Notice::BudgetReached { installation, over } => write!(
                 f,
-                "notice: daily review budget reached: installation {installation}'s lenses cost \
-                 {} today (UTC) of its {}; its rounds wait for the next UTC day (a \
-                 `/reviewbot review` from a maintainer still runs one)",
-                crate::render::dollars(*spent),
-                crate::render::dollars(*budget)
+                "notice: daily review budget reached: installation {installation}'s lenses {} \
+                 today (UTC); its rounds wait for the next UTC day (a `/reviewbot review` from a \
+                 maintainer still runs one)",
+                crate::render::check::spending(over)
             ),
             Notice::CheckRunForbidden { error } => write!(
                 f,
@@ -472,8 +467,17 @@ mod tests {
             }),
             Notice::BudgetReached {
                 installation: crate::ids::InstallationId(77),
-                spent: 5.0312,
-                budget: 5.0,
+                over: crate::review::notice::Budget::Dollars {
+                    spent: 5.0312,
+                    budget: 5.0,
+                },
+            },
+            Notice::BudgetReached {
+                installation: crate::ids::InstallationId(77),
+                over: crate::review::notice::Budget::Tokens {
+                    spent: 2_000_512,
+                    budget: 2_000_000,
+                },
             },
         ];
         let text: Vec<String> = notices.iter().map(ToString::to_string).collect();

@@ -44,12 +44,11 @@ pub enum Notice {
     DiffAlone { why: Unavailable },
     /// The snapshot leaves out these entries of the archive.
     LeftOut(LeftOut),
-    /// The installation's lenses cost `spent` dollars today (UTC), at or over its daily
-    /// `budget`: its rounds wait for the next day.
+    /// The installation's lenses spent today (UTC) at or over one of its daily budgets: its
+    /// rounds wait for the next day.
     BudgetReached {
         installation: crate::ids::InstallationId,
-        spent: f64,
-        budget: f64,
+        over: Budget,
     },
     /// The round's check run could not be created: the token may not write check runs
     /// (`error`, GitHub's 403). The round is posted without it.
@@ -88,4 +87,13 @@ impl Notice {
             None => None,
         }
     }
+}
+
+/// A daily budget an installation reached, with what its lenses spent today (UTC).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Budget {
+    /// `[serve] daily_budget_usd`: what the lenses cost, reported or at their declared prices.
+    Dollars { spent: f64, budget: f64 },
+    /// `[serve] daily_budget_tokens`: the tokens of the lenses with no cost to count.
+    Tokens { spent: u64, budget: u64 },
 }

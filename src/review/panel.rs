@@ -261,7 +261,9 @@ impl Shared {
                         sum.input_tokens += u.input_tokens;
                         sum.output_tokens += u.output_tokens;
                     }
-                    if let Some(c) = answer.cost_usd {
+                    // The backend's own figure, else the lens's declared prices.
+                    let priced = spec.prices.zip(answer.usage).map(|(p, u)| p.cost(u));
+                    if let Some(c) = answer.cost_usd.or(priced) {
                         *outcome.cost_usd.get_or_insert(0.0) += c;
                     }
                     if let Some(n) = answer.tool_calls {
@@ -1004,6 +1006,37 @@ mod tests {
         let runs = panel.run(&[spec], two_calls(), &NoProgress).await;
         assert_eq!(runs[0].provenance.status, LensStatus::Failed);
         assert!(server.received().is_empty());
+    }
+
+    /// An API lens reports no cost: its declared prices make one, call by call, so the daily
+    /// budget counts it; a lens without prices still has none.
+    #[tokio::test]
+    async fn an_api_lens_costs_its_tokens_at_its_declared_prices() {
+        let fake = Fake::new("codex", "ok");
+        let openai = FakeServer::start(vec![openai_ok(), openai_ok(), openai_ok()]).await;
+        let (panel, _) = test_panel(&fake, None, Some(&openai), false);
+        let mut priced = LensSpec::new("gpt", BackendKind::Openai);
+        priced.model = Some("gpt-5.6".to_owned());
+        priced.prices = Some(crate::lens::Prices {
+            input_per_mtok: 2.0,
+            output_per_mtok: 10.0,
+        });
+        let runs = panel.run(&[priced], two_calls(), &NoProgress).await;
+        let p = &runs[0].provenance;
+        assert_eq!(p.status, LensStatus::Ok, "{:?}", p.error);
+        // Two calls of 50 input and 5 output tokens: (100 × $2 + 10 × $10) per million.
+        let cost = p.cost_usd.expect("a cost");
+        assert!((cost - 0.0003).abs() < 1e-12, "{cost}");
+        let mut unpriced = LensSpec::new("gpt", BackendKind::Openai);
+        unpriced.model = Some("gpt-5.6".to_owned());
+        let runs = panel
+            .run(
+                &[unpriced],
+                Arc::new(PanelInput::single((*request()).clone())),
+                &NoProgress,
+            )
+            .await;
+        assert_eq!(runs[0].provenance.cost_usd, None);
     }
 
     #[tokio::test]

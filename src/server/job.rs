@@ -123,27 +123,34 @@ impl FlowRunner {
         installation: InstallationId,
         job: &Job,
     ) -> Option<JobEnd> {
-        let budget = self.config.serve.daily_budget_usd?;
+        let serve = &self.config.serve;
+        if serve.daily_budget_usd.is_none() && serve.daily_budget_tokens.is_none() {
+            return None;
+        }
         let now = now_ms();
-        let spent = match self
-            .store
-            .spent_since(installation, budget::day_start(now))
-            .await
-        {
-            Ok(spent) => spent,
+        let since = budget::day_start(now);
+        let spent = async {
+            Ok::<_, crate::store::StoreError>(budget::Day {
+                budget_usd: serve.daily_budget_usd,
+                budget_tokens: serve.daily_budget_tokens,
+                spent_usd: self.store.spent_since(installation, since).await?,
+                unpriced_tokens: self
+                    .store
+                    .unpriced_tokens_since(installation, since)
+                    .await?,
+            })
+        };
+        let day = match spent.await {
+            Ok(day) => day,
             Err(e) => return Some(JobEnd::Failed(format!("reading today's cost failed: {e}"))),
         };
-        match budget::verdict(Some(budget), spent, &job.request.reason, now) {
+        match budget::verdict(&day, &job.request.reason, now) {
             budget::Verdict::Run => None,
-            budget::Verdict::Wait { until_ms } => {
-                for notice in flow::wait_for_budget(ctx, &job.request, spent, budget).await {
+            budget::Verdict::Wait { until_ms, over } => {
+                for notice in flow::wait_for_budget(ctx, &job.request, &over).await {
                     tracing::info!(notice = %notice, "round waits");
                 }
-                let notice = Notice::BudgetReached {
-                    installation,
-                    spent,
-                    budget,
-                };
+                let notice = Notice::BudgetReached { installation, over };
                 Some(JobEnd::Deferred {
                     until_ms,
                     note: notice.to_string(),

@@ -265,6 +265,28 @@ impl Store {
             Ok(spent.unwrap_or(0.0))
         })
     }
+
+    /// The tokens (input and output) of `installation`'s lens runs recorded at or after
+    /// `since` that have no cost: lenses without a price, whose spending only a token budget
+    /// bounds.
+    pub async fn unpriced_tokens_since(
+        &self,
+        installation: InstallationId,
+        since_ms: i64,
+    ) -> Result<u64, StoreError> {
+        on_pool!(&self.db, pool => {
+            let tokens: i64 = sqlx::query_scalar(
+                "SELECT CAST(COALESCE(SUM(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)), 0) \
+                 AS BIGINT) FROM lens_runs \
+                 WHERE installation = $1 AND recorded_at >= $2 AND cost_usd IS NULL",
+            )
+            .bind(to_i64(installation.0))
+            .bind(since_ms)
+            .fetch_one(pool)
+            .await?;
+            Ok(u64::try_from(tokens).unwrap_or(0))
+        })
+    }
 }
 
 fn to_u32(n: i64) -> u32 {

@@ -733,6 +733,21 @@ async fn the_days_cost_is_summed_per_installation_and_a_job_waits(db: TestDb) {
         store.spent_since(InstallationId(9), since).await.unwrap(),
         0.0
     );
+    // The one run of installation 7 with no cost spent 10 + 2 tokens: the token budget's.
+    assert_eq!(
+        store
+            .unpriced_tokens_since(InstallationId(7), since)
+            .await
+            .unwrap(),
+        12
+    );
+    assert_eq!(
+        store
+            .unpriced_tokens_since(InstallationId(8), since)
+            .await
+            .unwrap(),
+        0
+    );
     // Runs recorded before the day began do not count.
     let tomorrow = since + 86_400_000;
     assert_eq!(
