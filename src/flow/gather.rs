@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::attributes::{Attributes, GITATTRIBUTES};
-use crate::config::ReviewConfig;
+use crate::config::{RaisedCap, ReviewConfig};
 use crate::context::{self, Snapshot, Unavailable};
 use crate::diff::Diff;
 use crate::flow::{FlowCtx, FlowError};
@@ -22,6 +22,8 @@ pub const REPO_CONFIG_PATH: &str = ".github/reviewbot.toml";
 /// on the base branch.
 pub(super) struct Settings {
     pub review: ReviewConfig,
+    /// Caps the repository asked to raise; the operator's apply.
+    pub raised: Vec<RaisedCap>,
     /// Whether lenses get a snapshot (`[context] enabled`, the operator's and the repository's).
     pub snapshot: bool,
 }
@@ -40,11 +42,13 @@ pub(super) async fn pull_and_settings(
     let settings = match &text {
         Some(text) => {
             let path = Path::new(REPO_CONFIG_PATH);
+            let repo = ctx
+                .config
+                .review_for_repo(text, path)
+                .map_err(FlowError::RepoConfig)?;
             Settings {
-                review: ctx
-                    .config
-                    .review_for_repo(text, path)
-                    .map_err(FlowError::RepoConfig)?,
+                review: repo.review,
+                raised: repo.raised,
                 snapshot: ctx
                     .config
                     .context_for_repo(text, path)
@@ -53,6 +57,7 @@ pub(super) async fn pull_and_settings(
         }
         None => Settings {
             review: ctx.config.review.clone(),
+            raised: Vec::new(),
             snapshot: ctx.config.context.enabled,
         },
     };

@@ -143,6 +143,8 @@ async fn review_round(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOutc
         head: head.clone(),
         answers: Vec::new(),
     };
+    out.notices
+        .extend(settings.raised.into_iter().map(Notice::CapNotRaised));
     if let Some(asked) = req.head.as_ref().filter(|asked| **asked != head) {
         out.notices.push(Notice::HeadMoved {
             asked: asked.clone(),

@@ -20,6 +20,12 @@ impl fmt::Display for Notice {
                 write!(f, "notice: not reviewing {repo}{pr}: {}", why_not(reason))
             }
             Notice::BuiltinOnly => f.write_str(NOTICE_BUILTIN_ONLY),
+            Notice::CapNotRaised(cap) => write!(
+                f,
+                "notice: {} sets {} = {}, over the operator's {}; using {} (a repository may \
+                 lower a cap, never raise it)",
+                cap.file, cap.key, cap.asked, cap.kept, cap.kept
+            ),
             Notice::AlreadyReviewed {
                 head,
                 lens,

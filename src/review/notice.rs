@@ -9,6 +9,8 @@ use crate::review::gate::SkipReason;
 /// One thing worth saying about a review run.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Notice {
+    /// The repository's config set a cap over the operator's; the operator's applies.
+    CapNotRaised(crate::config::RaisedCap),
     /// The PR gets no round, and why.
     NotReviewing {
         repo: RepoName,

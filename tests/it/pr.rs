@@ -483,6 +483,55 @@ fn the_opt_out_label_means_no_review() {
     assert_eq!(json(&o)["skipped"], "opt_out");
 }
 
+/// The operator pays for a round: a repository's `.github/reviewbot.toml` may lower a cap,
+/// never raise one. Raised, the operator's value applies and a notice says so; lowered, it
+/// applies quietly.
+#[test]
+fn a_repository_cannot_raise_the_operators_caps() {
+    let fake = world();
+    fake.add_file_content(
+        REPO,
+        "main",
+        ".github/reviewbot.toml",
+        "[review]\nmax_files = 500\ntoken_budget = 1000000\nmax_comments = 5\n",
+    );
+    let run = Run::new("[review]\nmax_files = 1\ntoken_budget = 8000\n");
+    let o = run.review(&fake, Some(TOKEN), &["--post", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // PR #7 has two files: over the operator's one.
+    assert_eq!(json(&o)["skipped"], "too_many_files", "{}", stderr(&o));
+    assert!(fake.reviews(REPO, 7).is_empty());
+    let err = stderr(&o);
+    for (key, asked, kept) in [
+        ("max_files", "500", "1"),
+        ("token_budget", "1000000", "8000"),
+    ] {
+        let want = format!(
+            "notice: .github/reviewbot.toml sets {key} = {asked}, over the operator's {kept}; \
+             using {kept} (a repository may lower a cap, never raise it)"
+        );
+        assert!(err.contains(&want), "{want}\n{err}");
+    }
+    // Lowered (max_comments 30 → 5): no notice.
+    assert!(!err.contains("max_comments"), "{err}");
+
+    // Within the operator's caps the repository's values apply, without a notice.
+    let fake = world();
+    fake.add_file_content(
+        REPO,
+        "main",
+        ".github/reviewbot.toml",
+        "[review]\nmax_files = 1\n",
+    );
+    let o = Run::new("").review(&fake, Some(TOKEN), &["--format", "json"]);
+    assert_eq!(json(&o)["skipped"], "too_many_files", "{}", stderr(&o));
+    assert!(
+        !stderr(&o).contains("over the operator's"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn drafts_and_closed_prs_are_skipped() {
     let fake = world();
