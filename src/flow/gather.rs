@@ -12,7 +12,7 @@ use crate::github::client::GithubError;
 use crate::github::model::{Comparison, Permission, PullRequest, RepoName, Review, ReviewComment};
 use crate::ids::{HeadSha, PrNumber};
 use crate::repo_rules::{self, RuleFile};
-use crate::review::markers::{Identity, RoundMarker};
+use crate::review::markers::{ACTIONS_BOT, Identity, RoundMarker};
 use crate::review::scope::diff_of;
 
 /// Where the repository's own settings live, read from the PR's base branch.
@@ -200,14 +200,17 @@ pub(super) async fn files(
     diff_of(&files).map_err(FlowError::Patch)
 }
 
-/// Whose markers count as ours: the configured login, else the token's user, else any bot
-/// (installation and Actions tokens cannot read `GET /user`).
-pub(super) async fn identity(ctx: &FlowCtx<'_>) -> Result<Identity, GithubError> {
+/// Whose markers count as ours: the configured login, else the token's user; for a token that
+/// cannot read `GET /user`, in a workflow `github-actions[bot]` (the author of what the
+/// workflow's own token writes), elsewhere (an installation token) any bot. The flag says the
+/// identity is the workflow's assumed one.
+pub(super) async fn identity(ctx: &FlowCtx<'_>) -> Result<(Identity, bool), GithubError> {
     Ok(match &ctx.config.github.bot_login {
-        Some(login) => Identity::Login(login.clone()),
+        Some(login) => (Identity::Login(login.clone()), false),
         None => match ctx.github.current_user().await? {
-            Some(user) => Identity::Login(user.login),
-            None => Identity::AnyBot,
+            Some(user) => (Identity::Login(user.login), false),
+            None if ctx.workflow => (Identity::Login(ACTIONS_BOT.to_owned()), true),
+            None => (Identity::AnyBot, false),
         },
     })
 }

@@ -20,6 +20,12 @@ impl fmt::Display for Notice {
                 write!(f, "notice: not reviewing {repo}{pr}: {}", why_not(reason))
             }
             Notice::BuiltinOnly => f.write_str(NOTICE_BUILTIN_ONLY),
+            Notice::RoundsNotCounted { login, own } => write!(
+                f,
+                "notice: a review by {login} carries a reviewbot round marker but does not count: \
+                 in a workflow only {own}'s rounds count. If reviewbot posts as {login} (an App's \
+                 token given as `github-token`), set `[github] bot_login = \"{login}\"`"
+            ),
             Notice::CapNotRaised(cap) => write!(
                 f,
                 "notice: {} sets {} = {}, over the operator's {}; using {} (a repository may \

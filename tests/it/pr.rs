@@ -30,13 +30,18 @@ fn pr_files() -> Vec<FileSpec> {
 
 /// A world with one PR (#7) of two files, and an App-like token.
 pub(crate) fn world() -> FakeGithub {
+    world_with(pr_files())
+}
+
+/// A world with one PR (#7) of `files`, and an App-like token.
+fn world_with(files: Vec<FileSpec>) -> FakeGithub {
     let fake = FakeGithub::start();
     fake.add_token(TOKEN, TokenKind::app());
     fake.add_pr(
         REPO,
         PrSpec {
             number: 7,
-            files: pr_files(),
+            files,
             ..PrSpec::default()
         },
     );
@@ -730,6 +735,45 @@ fn per_lens_mode_posts_one_review_per_reviewer() {
     assert_eq!(fake.reviews(REPO, 7).len(), 2);
 }
 
+/// Every round is a `COMMENT`, never an approval; `[review] request_changes = true` (the
+/// operator's or the repository's) posts a round with a blocking finding as `REQUEST_CHANGES`.
+#[test]
+fn a_round_requests_changes_only_when_configured_and_blocking() {
+    let states = |fake: &FakeGithub| -> Vec<String> {
+        fake.reviews(REPO, 7)
+            .iter()
+            .map(|r| r["state"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    // PR #7 has a blocking finding (a Python `breakpoint()`).
+    let fake = world();
+    let o = Run::new("").review(&fake, Some(TOKEN), &["--post"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(states(&fake), ["COMMENTED"]);
+
+    let fake = world();
+    let o = Run::new("[review]\nrequest_changes = true\n").review(&fake, Some(TOKEN), &["--post"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(states(&fake), ["CHANGES_REQUESTED"]);
+
+    let fake = world();
+    fake.add_file_content(
+        REPO,
+        "main",
+        ".github/reviewbot.toml",
+        "[review]\nrequest_changes = true\n",
+    );
+    let o = Run::new("").review(&fake, Some(TOKEN), &["--post"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(states(&fake), ["CHANGES_REQUESTED"]);
+
+    // Nothing blocking: a comment, whatever the setting.
+    let fake = world_with(vec![FileSpec::modified("src/main.rs", LIB_PATCH)]);
+    let o = Run::new("[review]\nrequest_changes = true\n").review(&fake, Some(TOKEN), &["--post"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(states(&fake), ["COMMENTED"]);
+}
+
 #[test]
 fn a_forged_marker_from_a_human_is_ignored() {
     let fake = world();
@@ -886,6 +930,7 @@ mod flow {
             panel: &panel,
             observer: &NoProgress,
             store: None,
+            workflow: false,
         };
         let req = ReviewRequest {
             repo: RepoName::parse(REPO).expect("repo"),
