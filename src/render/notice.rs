@@ -325,6 +325,23 @@ impl fmt::Display for Scope {
     }
 }
 
+/// Why a model lens had nothing to review: no file fits its token budget beside the fixed
+/// prompt. The lens's error, and (with `warning: `) a line on stderr.
+pub fn nothing_fits(why: &crate::plan::NothingFits) -> String {
+    format!(
+        "nothing fits the token budget of {} tokens ({} after a {}% margin): the fixed prompt \
+         takes {} and the smallest of the {} files {}; raise `[review] token_budget` to at \
+         least {} to review it",
+        why.token_budget,
+        why.usable,
+        why.margin_percent,
+        why.fixed,
+        why.files,
+        why.smallest,
+        why.needed,
+    )
+}
+
 /// The warning when a subscription lens falls back to a paid API: `first` of the run leads with
 /// "billing", so the first paid dispatch is the one the user hears about.
 pub fn billing_warning(
