@@ -413,6 +413,7 @@ fn review(args: ReviewArgs, secrets: &KnownSecrets) -> Result<ExitCode, CliError
                     panel: &panel,
                     observer: observer.as_ref(),
                     store: store.as_ref(),
+                    workflow: std::env::var_os("GITHUB_ACTIONS").is_some(),
                 };
                 let result = flow::review_pr(&ctx, &request).await;
                 tracing::info!(requests = client.request_count(), "GitHub requests made");

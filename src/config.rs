@@ -600,10 +600,28 @@ struct RepoContext {
     enabled: Option<bool>,
 }
 
+/// The `[review]` settings for one repository, and the caps its file asked to raise.
+#[derive(Debug, Clone)]
+pub struct RepoReview {
+    pub review: ReviewConfig,
+    /// Caps the repository set above the operator's: the operator's value applies to each.
+    pub raised: Vec<RaisedCap>,
+}
+
+/// A cap a repository's file (`file`) set to `asked`, over the operator's `kept`, which applies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RaisedCap {
+    pub file: String,
+    pub key: &'static str,
+    pub asked: usize,
+    pub kept: usize,
+}
+
 impl Config {
     /// The `[review]` settings for one repository: the operator's, with what the repository's
     /// own file (read from the PR's base branch) sets on top. `path` names the file in errors.
-    pub fn review_for_repo(&self, text: &str, path: &Path) -> Result<ReviewConfig, ConfigError> {
+    /// A cap may be lowered, never raised: the operator pays for what it bounds.
+    pub fn review_for_repo(&self, text: &str, path: &Path) -> Result<RepoReview, ConfigError> {
         let invalid = |line, message| ConfigError::Invalid {
             path: path.to_owned(),
             line,
@@ -615,7 +633,10 @@ impl Config {
         };
         let repo: RepoConfig = toml::from_str(text).map_err(parse_error)?;
         let Some(table) = repo.review else {
-            return Ok(self.review.clone());
+            return Ok(RepoReview {
+                review: self.review.clone(),
+                raised: Vec::new(),
+            });
         };
         // Checked alone first, so an error names the repository file's own line.
         let alone: ReviewConfig = toml::from_str(text)
@@ -651,7 +672,32 @@ impl Config {
         }
         // The repository may turn its rules off, never on where the operator turned them off.
         review.repo_rules &= self.review.repo_rules;
-        Ok(review)
+        let mut raised = Vec::new();
+        let caps = [
+            ("max_files", &mut review.max_files, self.review.max_files),
+            (
+                "token_budget",
+                &mut review.token_budget,
+                self.review.token_budget,
+            ),
+            (
+                "max_comments",
+                &mut review.max_comments,
+                self.review.max_comments,
+            ),
+        ];
+        for (key, value, kept) in caps {
+            if *value > kept {
+                raised.push(RaisedCap {
+                    file: path.display().to_string(),
+                    key,
+                    asked: *value,
+                    kept,
+                });
+                *value = kept;
+            }
+        }
+        Ok(RepoReview { review, raised })
     }
 }
 
@@ -876,7 +922,8 @@ workers = 4
                 "[review]\nopt_out_label = \"skip-bot\"\nlenses = [\"terra\"]\n",
                 repo,
             )
-            .unwrap();
+            .unwrap()
+            .review;
         assert_eq!(r.opt_out_label, "skip-bot");
         assert_eq!(
             r.max_comments, 10,
@@ -907,7 +954,10 @@ workers = 4
             .unwrap_err()
             .to_string();
         assert!(e.contains("line 2") && e.contains("max_coments"), "{e}");
-        assert_eq!(op.review_for_repo("", repo).unwrap().max_comments, 10);
+        assert_eq!(
+            op.review_for_repo("", repo).unwrap().review.max_comments,
+            10
+        );
     }
 
     #[test]
@@ -983,7 +1033,10 @@ workers = 4
         );
         let off = "[review]\nmax_comments = 3\n[context]\nenabled = false\n";
         assert!(!op.context_for_repo(off, repo).unwrap());
-        assert_eq!(op.review_for_repo(off, repo).unwrap().max_comments, 3);
+        assert_eq!(
+            op.review_for_repo(off, repo).unwrap().review.max_comments,
+            3
+        );
         for key in [
             "max_snapshot = \"9GB\"",
             "max_snapshot_files = 1",
@@ -1003,6 +1056,50 @@ workers = 4
         );
     }
 
+    /// The operator pays for what `max_files` and `token_budget` bound, and `max_comments`
+    /// bounds how much a round posts: a repository may lower each, never raise it.
+    #[test]
+    fn a_repository_may_lower_a_cap_but_never_raise_it() {
+        let op =
+            parse("[review]\nmax_files = 100\ntoken_budget = 4000\nmax_comments = 10\n").unwrap();
+        let file = Path::new(".github/reviewbot.toml");
+        let raised = |key, asked, kept| RaisedCap {
+            file: ".github/reviewbot.toml".to_owned(),
+            key,
+            asked,
+            kept,
+        };
+        let r = op
+            .review_for_repo(
+                "[review]\nmax_files = 5000\ntoken_budget = 200000\nmax_comments = 50\n",
+                file,
+            )
+            .unwrap();
+        let caps = (
+            r.review.max_files,
+            r.review.token_budget,
+            r.review.max_comments,
+        );
+        assert_eq!(caps, (100, 4000, 10));
+        assert_eq!(
+            r.raised,
+            [
+                raised("max_files", 5000, 100),
+                raised("token_budget", 200_000, 4000),
+                raised("max_comments", 50, 10),
+            ]
+        );
+        let r = op
+            .review_for_repo("[review]\nmax_files = 7\ntoken_budget = 4000\n", file)
+            .unwrap();
+        let caps = (
+            r.review.max_files,
+            r.review.token_budget,
+            r.review.max_comments,
+        );
+        assert_eq!((caps, r.raised), ((7, 4000, 10), Vec::new()));
+    }
+
     #[test]
     fn repo_rules_may_be_turned_off_by_either_and_on_by_neither_alone() {
         // (operator's [review], repository's [review]) → the (repo_rules, review_bots) that apply.
@@ -1011,7 +1108,8 @@ workers = 4
             let text = format!("[review]\n{repository}\n");
             let review = op
                 .review_for_repo(&text, Path::new(".github/reviewbot.toml"))
-                .unwrap();
+                .unwrap()
+                .review;
             (review.repo_rules, review.review_bots)
         };
         assert_eq!(applied("", ""), (true, false));

@@ -2,8 +2,9 @@
 //! raw reply, what was parsed, what the merge kept or combined and why — so "why did the bot
 //! say this?" always has an answer.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -98,14 +99,24 @@ pub struct Evidence {
 }
 
 impl Evidence {
-    /// Creates `DIR/review-<unix seconds>-<pid>.jsonl` (and `DIR` if needed).
+    /// Creates `DIR/review-<unix seconds>-<pid>.jsonl` (and `DIR` if needed). The file holds
+    /// prompts and replies (code, PR text): mode 0600, and any directory made for it 0700; a
+    /// directory that exists keeps its mode.
     pub fn create(dir: &Path) -> std::io::Result<Evidence> {
-        std::fs::create_dir_all(dir)?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
         let secs = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         let path = dir.join(format!("review-{secs}-{}.jsonl", std::process::id()));
-        let file = File::create(&path)?;
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)?;
         Ok(Evidence {
             path,
             out: Mutex::new(BufWriter::new(file)),
@@ -163,5 +174,22 @@ mod tests {
         assert_eq!(v["kind"], "exchange");
         assert!(!text.contains(&token));
         assert!(text.contains("REDACTED"));
+    }
+
+    /// Evidence holds prompts and raw replies (code, a PR's text): other users of the machine
+    /// must not read it. Directories reviewbot makes are private; one that exists keeps its mode.
+    #[test]
+    fn evidence_files_and_the_directories_made_for_them_are_private() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let dir = tempfile::tempdir().unwrap();
+        let existing = dir.path().join("existing");
+        std::fs::create_dir(&existing).unwrap();
+        std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let ev = Evidence::create(&existing.join("a").join("b")).unwrap();
+        assert_eq!(mode(ev.path()), 0o600);
+        assert_eq!(mode(&existing.join("a")), 0o700);
+        assert_eq!(mode(&existing.join("a").join("b")), 0o700);
+        assert_eq!(mode(&existing), 0o755);
     }
 }

@@ -92,6 +92,27 @@ pub struct Plan {
     pub chunks: Vec<Chunk>,
     /// Paths of files that exceed the budget even alone, shortened.
     pub over_budget: Vec<String>,
+    /// Why there is no call at all: no file fits beside the fixed prompt.
+    pub nothing_fits: Option<NothingFits>,
+}
+
+/// The sizes that left a plan with no call: each in estimated tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NothingFits {
+    /// `[review] token_budget`.
+    pub token_budget: usize,
+    /// What a call may hold: the budget less the estimate's margin.
+    pub usable: usize,
+    /// That margin, in percent of the budget.
+    pub margin_percent: usize,
+    /// The prompt every call carries whatever its files (instructions, rules, notes).
+    pub fixed: usize,
+    /// The smallest file as a call would carry it.
+    pub smallest: usize,
+    /// The files, none of which fits.
+    pub files: usize,
+    /// The smallest budget that fits the smallest file.
+    pub needed: usize,
 }
 
 /// How a plan is built.
@@ -178,13 +199,35 @@ pub fn plan(diff: &Diff, pr: Option<&PrInfo>, opts: &PlanOptions<'_>) -> Plan {
 
     let mut sections = Vec::with_capacity(files.len());
     let mut over_budget = Vec::new();
+    let mut too_big = Vec::new();
     for (i, text, tokens) in rendered {
         if tokens > room {
             over_budget.push(files[i].path().to_owned());
+            too_big.push((i, text));
         } else {
             sections.push((i, text, tokens));
         }
     }
+    // With no call at all, say what would have to change: the counts above stop at the room,
+    // so the smallest file is counted again, each file only as far as the smallest so far.
+    let nothing_fits = (sections.is_empty() && !too_big.is_empty()).then(|| {
+        too_big.sort_by_key(|(_, text)| text.len());
+        let smallest = too_big.iter().fold(usize::MAX, |best, (i, text)| {
+            best.min(numbered_tokens(diff, &files[*i], text, best))
+        });
+        let need = fixed.saturating_add(smallest);
+        let keep = 100 - TOKEN_MARGIN_PERCENT;
+        NothingFits {
+            token_budget: opts.token_budget,
+            usable: budget,
+            margin_percent: TOKEN_MARGIN_PERCENT,
+            fixed,
+            smallest,
+            files: too_big.len(),
+            needed: need.saturating_mul(100).div_ceil(keep),
+        }
+    });
+    drop(too_big);
 
     let mut chunks: Vec<Vec<(usize, String, usize)>> = Vec::new();
     let mut used = 0;
@@ -245,6 +288,7 @@ pub fn plan(diff: &Diff, pr: Option<&PrInfo>, opts: &PlanOptions<'_>) -> Plan {
     Plan {
         chunks,
         over_budget,
+        nothing_fits,
     }
 }
 
@@ -868,6 +912,34 @@ mod tests {
         assert_eq!(p.over_budget, vec!["huge.rs".to_owned()]);
         assert_eq!(p.chunks.len(), 1);
         assert!(!p.chunks[0].prompt.contains("huge.rs"));
+    }
+
+    /// With no call at all the plan says why: the fixed prompt and the smallest file, counted
+    /// in full though the packing stops counting at the room; with one file fitting, nothing.
+    #[test]
+    fn a_budget_no_file_fits_is_explained_with_the_smallest_file() {
+        let text = file("big.rs", 400) + &file("small.rs", 90) + &file("mid.rs", 200);
+        let diff = Diff::parse(text).unwrap();
+        let alone = |name: &str| {
+            let one = diff.subset(|_, f| f.path() == name);
+            let c = plan(&one, None, &opts(1_000_000)).chunks.remove(0);
+            c.tokens
+        };
+        let fixed = plan(&Diff::default(), None, &opts(1_000_000)).chunks[0].tokens;
+        let small = alone("small.rs") - fixed;
+        let p = plan(&diff, None, &opts(2_000));
+        assert!(p.chunks.is_empty());
+        assert_eq!(p.over_budget.len(), 3);
+        let why = p.nothing_fits.expect("why");
+        assert_eq!((why.fixed, why.smallest), (fixed, small));
+        assert!(small > why.usable, "the count went past the room");
+        assert_eq!((why.token_budget, why.usable, why.files), (2_000, 1_800, 3));
+        // The budget it names fits the smallest file, one less does not.
+        let fits = plan(&diff, None, &opts(why.needed));
+        assert_eq!(fits.chunks.len(), 1);
+        assert_eq!(fits.chunks[0].diff.files()[0].path(), "small.rs");
+        assert!(fits.nothing_fits.is_none());
+        assert!(plan(&diff, None, &opts(why.needed - 1)).chunks.is_empty());
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::attributes::{Attributes, GITATTRIBUTES};
-use crate::config::ReviewConfig;
+use crate::config::{RaisedCap, ReviewConfig};
 use crate::context::{self, Snapshot, Unavailable};
 use crate::diff::Diff;
 use crate::flow::{FlowCtx, FlowError};
@@ -13,7 +13,7 @@ use crate::github::client::GithubError;
 use crate::github::model::{Comparison, Permission, PullRequest, RepoName, Review, ReviewComment};
 use crate::ids::{HeadSha, PrNumber};
 use crate::repo_rules::{self, RuleFile};
-use crate::review::markers::{Identity, RoundMarker};
+use crate::review::markers::{ACTIONS_BOT, Identity, RoundMarker};
 use crate::review::scope::diff_of;
 use crate::review::threads::{Rulings, Thread};
 
@@ -24,6 +24,8 @@ pub const REPO_CONFIG_PATH: &str = ".github/reviewbot.toml";
 /// on the base branch.
 pub(super) struct Settings {
     pub review: ReviewConfig,
+    /// Caps the repository asked to raise; the operator's apply.
+    pub raised: Vec<RaisedCap>,
     /// Whether lenses get a snapshot (`[context] enabled`, the operator's and the repository's).
     pub snapshot: bool,
 }
@@ -90,11 +92,13 @@ pub(super) async fn pull_and_settings(
     let settings = match base.text(REPO_CONFIG_PATH) {
         Some(text) => {
             let path = Path::new(REPO_CONFIG_PATH);
+            let repo = ctx
+                .config
+                .review_for_repo(text, path)
+                .map_err(FlowError::RepoConfig)?;
             Settings {
-                review: ctx
-                    .config
-                    .review_for_repo(text, path)
-                    .map_err(FlowError::RepoConfig)?,
+                review: repo.review,
+                raised: repo.raised,
                 snapshot: ctx
                     .config
                     .context_for_repo(text, path)
@@ -103,6 +107,7 @@ pub(super) async fn pull_and_settings(
         }
         None => Settings {
             review: ctx.config.review.clone(),
+            raised: Vec::new(),
             snapshot: ctx.config.context.enabled,
         },
     };
@@ -274,14 +279,17 @@ pub(super) async fn files(
     diff_of(&files).map_err(FlowError::Patch)
 }
 
-/// Whose markers count as ours: the configured login, else the token's user, else any bot
-/// (installation and Actions tokens cannot read `GET /user`).
-pub(super) async fn identity(ctx: &FlowCtx<'_>) -> Result<Identity, GithubError> {
+/// Whose markers count as ours: the configured login, else the token's user; for a token that
+/// cannot read `GET /user`, in a workflow `github-actions[bot]` (the author of what the
+/// workflow's own token writes), elsewhere (an installation token) any bot. The flag says the
+/// identity is the workflow's assumed one.
+pub(super) async fn identity(ctx: &FlowCtx<'_>) -> Result<(Identity, bool), GithubError> {
     Ok(match &ctx.config.github.bot_login {
-        Some(login) => Identity::Login(login.clone()),
+        Some(login) => (Identity::Login(login.clone()), false),
         None => match ctx.github.current_user().await? {
-            Some(user) => Identity::Login(user.login),
-            None => Identity::AnyBot,
+            Some(user) => (Identity::Login(user.login), false),
+            None if ctx.workflow => (Identity::Login(ACTIONS_BOT.to_owned()), true),
+            None => (Identity::AnyBot, false),
         },
     })
 }

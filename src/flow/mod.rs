@@ -40,7 +40,7 @@ use crate::github::client::{GithubClient, GithubError};
 use crate::ids::{HeadSha, LensName};
 use crate::lens::{BackendKind, LensSpec, LensStatus, PrInfo};
 use crate::review::gate::{self, SkipReason};
-use crate::review::markers::RoundMarker;
+use crate::review::markers::{ACTIONS_BOT, RoundMarker};
 use crate::review::notice::Notice;
 use crate::review::panel::{Panel, PanelObserver};
 use crate::review::rounds::{History, settle};
@@ -62,6 +62,9 @@ pub struct FlowCtx<'a> {
     /// Where learnings are kept (the App's store, or the CLI's when `REVIEWBOT_DATABASE_URL`
     /// is set); without one they are not kept.
     pub store: Option<&'a crate::store::Store>,
+    /// Whether this is a GitHub Actions job (`GITHUB_ACTIONS`): there a token that cannot say
+    /// who it is posts as `github-actions[bot]`, whose markers alone count.
+    pub workflow: bool,
 }
 
 /// What one run of the flow did.
@@ -146,6 +149,8 @@ async fn review_round(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOutc
         head: head.clone(),
         answers: Vec::new(),
     };
+    out.notices
+        .extend(settings.raised.into_iter().map(Notice::CapNotRaised));
     if let Some(asked) = req.head.as_ref().filter(|asked| **asked != head) {
         out.notices.push(Notice::HeadMoved {
             asked: asked.clone(),
@@ -183,8 +188,21 @@ async fn review_round(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOutc
         out.notices.push(Notice::BuiltinOnly);
     }
     let lenses = selection.lenses;
-    let identity = gather::identity(ctx).await?;
+    let (identity, assumed) = gather::identity(ctx).await?;
     let (reviews, mut comments) = gather::past_rounds(ctx, &req.repo, req.pr, &identity).await?;
+    // An App's token given to the Action posts as the App's bot, not the workflow's: say what
+    // to set when such rounds are passed over.
+    if assumed {
+        out.notices.extend(
+            identity
+                .other_bots_with_rounds(&reviews)
+                .into_iter()
+                .map(|login| Notice::RoundsNotCounted {
+                    login,
+                    own: ACTIONS_BOT,
+                }),
+        );
+    }
     let pr_info = PrInfo {
         title: pull.title.clone(),
         body: pull.body.clone(),

@@ -52,6 +52,8 @@ const INSTALL: &str = "install Claude Code, or set the lens's `bin`";
 /// - `--setting-sources ""`: no settings from the snapshot or the user's home, so no hooks, no
 ///   `CLAUDE.md`, no `permissions.allow`, no `verbose` turning the result into an array.
 /// - `--strict-mcp-config` and an empty config: no `.mcp.json` server is spawned.
+/// - `--no-session-persistence`: no transcript under `~/.claude/projects/`; under `serve` one
+///   home serves every installation, and each review's prompt and reads would pile up there.
 pub fn args(model: Option<&str>, max_turns: u32, read: bool) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec!["-p".into(), "--output-format".into(), "json".into()];
     if let Some(model) = model {
@@ -73,6 +75,7 @@ pub fn args(model: Option<&str>, max_turns: u32, read: bool) -> Vec<OsString> {
             "--mcp-config",
             r#"{"mcpServers":{}}"#,
             "--disable-slash-commands",
+            "--no-session-persistence",
         ]
         .map(OsString::from),
     );
@@ -470,6 +473,7 @@ mod tests {
                 "--mcp-config",
                 r#"{"mcpServers":{}}"#,
                 "--disable-slash-commands",
+                "--no-session-persistence",
             ]
         );
         assert!(!fake.read("argv").contains("PROMPT-MARKER"));

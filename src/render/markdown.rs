@@ -289,9 +289,15 @@ fn suggestion_block(f: &Finding) -> String {
     format!("{fence}suggestion\n{text}\n{fence}\n\n")
 }
 
-/// Whether a suggestion is safe to post as it is: nothing to mask, hide or disarm in it.
+/// Whether a suggestion is safe to post as it is: nothing to mask, hide or disarm in it. Its
+/// line breaks are the block's own: each line is held to code's cleaning, and masking sees the
+/// whole text (a secret may span lines).
 pub fn suggestion_is_clean(text: &str) -> bool {
-    crate::render::clean_code(text) == text && !text.contains("<!--")
+    crate::redact::redact(text) == text
+        && text
+            .split('\n')
+            .all(|line| crate::render::clean_code(line) == line)
+        && !text.contains("<!--")
 }
 
 /// A finding's title, cleaned, on one line, capped.

@@ -482,4 +482,33 @@ mod tests {
         );
         assert_eq!(clean_code("\tif x {"), "\tif x {");
     }
+
+    /// A suggestion's line breaks are its own; anything cleaning would change in a line, or a
+    /// secret anywhere, keeps it from being posted.
+    #[test]
+    fn a_suggestion_is_clean_line_by_line() {
+        use crate::render::markdown::suggestion_is_clean;
+        let ten: String = (1..=10).map(|n| format!("\tlet x{n} = {n};\n")).collect();
+        for text in [
+            "a",
+            "a\nb",
+            "a\nb\n",
+            "\tif x {\n\t\ty()\n\t}",
+            ten.as_str(),
+        ] {
+            assert!(suggestion_is_clean(text), "{text:?}");
+        }
+        let token = format!("ghp_{}", "Zq7Xk2Lm9Pw4".repeat(3));
+        for text in [
+            "a\r\nb".to_owned(),
+            "a\rb".to_owned(),
+            "a\n\u{1b}[2J".to_owned(),
+            "a\n\u{202E}b".to_owned(),
+            "a\n::error::x".to_owned(),
+            "a\n<!-- reviewbot round=9 -->".to_owned(),
+            format!("let a = 1;\nlet t = \"{token}\";"),
+        ] {
+            assert!(!suggestion_is_clean(&text), "{text:?}");
+        }
+    }
 }

@@ -20,6 +20,18 @@ impl fmt::Display for Notice {
                 write!(f, "notice: not reviewing {repo}{pr}: {}", why_not(reason))
             }
             Notice::BuiltinOnly => f.write_str(NOTICE_BUILTIN_ONLY),
+            Notice::RoundsNotCounted { login, own } => write!(
+                f,
+                "notice: a review by {login} carries a reviewbot round marker but does not count: \
+                 in a workflow only {own}'s rounds count. If reviewbot posts as {login} (an App's \
+                 token given as `github-token`), set `[github] bot_login = \"{login}\"`"
+            ),
+            Notice::CapNotRaised(cap) => write!(
+                f,
+                "notice: {} sets {} = {}, over the operator's {}; using {} (a repository may \
+                 lower a cap, never raise it)",
+                cap.file, cap.key, cap.asked, cap.kept, cap.kept
+            ),
             Notice::AlreadyReviewed {
                 head,
                 lens,
@@ -306,6 +318,23 @@ impl fmt::Display for Scope {
             }
         }
     }
+}
+
+/// Why a model lens had nothing to review: no file fits its token budget beside the fixed
+/// prompt. The lens's error, and (with `warning: `) a line on stderr.
+pub fn nothing_fits(why: &crate::plan::NothingFits) -> String {
+    format!(
+        "nothing fits the token budget of {} tokens ({} after a {}% margin): the fixed prompt \
+         takes {} and the smallest of the {} files {}; raise `[review] token_budget` to at \
+         least {} to review it",
+        why.token_budget,
+        why.usable,
+        why.margin_percent,
+        why.fixed,
+        why.files,
+        why.smallest,
+        why.needed,
+    )
 }
 
 /// The warning when a subscription lens falls back to a paid API: `first` of the run leads with

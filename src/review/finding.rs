@@ -95,7 +95,10 @@ impl Finding {
             lenses: vec![lens.clone()],
             in_diff,
             fingerprint,
-            suggestion: raw.suggestion,
+            // A `\r\n` break (a CRLF file read through a tool) is the block's own `\n`: the
+            // diff's lines carry no `\r` either. A `\r` anywhere else stays, and keeps the
+            // suggestion from being posted.
+            suggestion: raw.suggestion.map(|s| s.replace("\r\n", "\n")),
         }
     }
 }

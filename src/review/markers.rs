@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::github::model::User;
+use crate::github::model::{Review, User};
 use crate::ids::{DeliveryId, HeadSha};
 use crate::review::verdict::Verdict;
 
@@ -13,12 +13,17 @@ const REPLY_OPEN: &str = "<!-- reviewbot reply-to=";
 const FINDING_OPEN: &str = "<!-- reviewbot finding=";
 const ROUND_OPEN: &str = "<!-- reviewbot round=";
 
+/// The author GitHub gives what a workflow's own `GITHUB_TOKEN` writes.
+pub const ACTIONS_BOT: &str = "github-actions[bot]";
+
 /// Whose reviews count as reviewbot's own (`docs/contract.md` "Whose markers count").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Identity {
-    /// A known login: `[github] bot_login`, or the token's user from `GET /user`.
+    /// A known login: `[github] bot_login`, the token's user from `GET /user`, or in a
+    /// workflow, [`ACTIONS_BOT`] for a token that cannot say who it is.
     Login(String),
-    /// The token cannot say who it is (an Actions or installation token): any bot account.
+    /// The token cannot say who it is (an installation token outside a workflow): any bot
+    /// account.
     AnyBot,
 }
 
@@ -29,6 +34,23 @@ impl Identity {
             (Identity::AnyBot, Some(u)) => u.is_bot(),
             (_, None) => false,
         }
+    }
+
+    /// The bots, other than this identity, whose reviews in `reviews` carry something like a
+    /// round marker: each once, in order.
+    pub fn other_bots_with_rounds(&self, reviews: &[Review]) -> Vec<String> {
+        let mut logins: Vec<String> = Vec::new();
+        for review in reviews {
+            if let Some(user) = &review.user
+                && user.is_bot()
+                && !self.owns(Some(user))
+                && RoundMarker::mentioned(&review.body)
+                && !logins.contains(&user.login)
+            {
+                logins.push(user.login.clone());
+            }
+        }
+        logins
     }
 }
 

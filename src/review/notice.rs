@@ -9,6 +9,11 @@ use crate::review::gate::SkipReason;
 /// One thing worth saying about a review run.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Notice {
+    /// The repository's config set a cap over the operator's; the operator's applies.
+    CapNotRaised(crate::config::RaisedCap),
+    /// A review by the bot `login` carries a round marker but is not counted: only `own`'s are
+    /// (a workflow's assumed identity; an App's token posts as the App's bot).
+    RoundsNotCounted { login: String, own: &'static str },
     /// The PR gets no round, and why.
     NotReviewing {
         repo: RepoName,

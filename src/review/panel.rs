@@ -57,6 +57,8 @@ pub struct PanelInput {
     pub calls: Vec<Arc<LensRequest>>,
     /// What the secret pre-pass found in `diff`, for the builtin lens to reuse.
     pub secret_keywords: Option<Arc<builtin::SecretKeywords>>,
+    /// Why `calls` is empty: no file fits the token budget. Every model lens fails saying so.
+    pub nothing_fits: Option<crate::plan::NothingFits>,
 }
 
 impl PanelInput {
@@ -66,6 +68,7 @@ impl PanelInput {
             diff: Arc::clone(&req.diff),
             calls: vec![Arc::new(req)],
             secret_keywords: None,
+            nothing_fits: None,
         }
     }
 }
@@ -221,6 +224,13 @@ impl Shared {
     async fn run_lens(&self, spec: LensSpec, input: &PanelInput) -> Outcome {
         if registry::backend(spec.backend).runs() == Runs::InProcess {
             return self.run_builtin(&spec, input).await;
+        }
+        // No call to make is a failure with its reason, said once for the run, never a silent
+        // "failed".
+        if let (0, Some(why)) = (input.calls.len(), &input.nothing_fits) {
+            let message = crate::render::notice::nothing_fits(why);
+            self.notice_once(&format!("warning: {message}"));
+            return Outcome::failed(&spec, message);
         }
         let calls = input.calls.len();
         let mut outcome = Outcome {
@@ -656,6 +666,7 @@ mod tests {
             diff: Arc::clone(&req.diff),
             calls: vec![req],
             secret_keywords: None,
+            nothing_fits: None,
         };
         Panel::from_env(SubscriptionSlots::new(2), false)
             .run(lenses, Arc::new(input), observer)
@@ -921,6 +932,7 @@ mod tests {
             diff: Arc::clone(&req.diff),
             calls: vec![Arc::clone(&req), req],
             secret_keywords: None,
+            nothing_fits: None,
         })
     }
 

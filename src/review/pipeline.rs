@@ -126,6 +126,7 @@ pub async fn review_with(
     let needs_plan = lenses
         .iter()
         .any(|l| backend(l.backend).runs() != Runs::InProcess);
+    let mut nothing_fits = None;
     let calls = if needs_plan {
         let opts = PlanOptions {
             token_budget: config.token_budget,
@@ -138,6 +139,7 @@ pub async fn review_with(
             path,
             reason: NotReviewedReason::OverBudget,
         }));
+        nothing_fits = planned.nothing_fits;
         planned
             .chunks
             .into_iter()
@@ -157,6 +159,7 @@ pub async fn review_with(
         diff: Arc::clone(&diff),
         calls,
         secret_keywords: Some(secret_keywords),
+        nothing_fits,
     });
     let runs = panel.run(lenses, input, observer).await;
     crate::timing::mark("lenses done");

@@ -183,6 +183,7 @@ impl FlowRunner {
             panel: &self.panel,
             observer: &NoProgress,
             store: Some(&self.store),
+            workflow: false,
         };
         if let Some(wait) = self.over_budget(&ctx, installation, &job).await {
             return wait;

@@ -265,6 +265,10 @@ async fn connect_sqlite(url: &str, shown: &str) -> Result<SqlitePool, StoreError
             url: shown.to_owned(),
         });
     }
+    create_private(options.get_filename()).map_err(|source| StoreError::Connect {
+        url: shown.to_owned(),
+        source: sqlx::Error::Io(source),
+    })?;
     SqlitePoolOptions::new()
         .max_connections(8)
         .acquire_timeout(ACQUIRE_TIMEOUT)
@@ -274,6 +278,23 @@ async fn connect_sqlite(url: &str, shown: &str) -> Result<SqlitePool, StoreError
             url: shown.to_owned(),
             source,
         })
+}
+
+/// Creates a new database file readable by its owner only (it holds replies, learnings and
+/// every lens run); SQLite gives its `-wal` and `-shm` files the same mode. A file that exists
+/// keeps the mode its operator gave it.
+fn create_private(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 async fn connect_postgres(url: &str, shown: &str) -> Result<PgPool, StoreError> {

@@ -844,7 +844,7 @@ fn configured_job(fake: &FakeGithub) -> Job<'_> {
 
 #[test]
 fn the_action_posts_one_round_then_nothing_on_the_same_head() {
-    let fake = world(TokenKind::app());
+    let fake = world(TokenKind::actions());
     let job = configured_job(&fake);
     let ran = job.run();
     assert_eq!(ran.status, 0, "log:\n{}", ran.raw);
@@ -947,7 +947,7 @@ fn the_action_posts_one_round_then_nothing_on_the_same_head() {
 
 #[test]
 fn fail_on_blocking_turns_the_job_red_and_a_rerun_stays_red() {
-    let fake = world(TokenKind::app());
+    let fake = world(TokenKind::actions());
     let job = Job::new(&fake);
     let config = job.config_file("");
     let job = job
@@ -977,6 +977,90 @@ fn fail_on_blocking_turns_the_job_red_and_a_rerun_stays_red() {
     assert_log_safe(&rerun, TOKEN);
     // The head's run keeps its verdict; no second run.
     assert_eq!(fake.check_runs(REPO), runs);
+}
+
+/// The workflow's token cannot say who it is (`GET /user` answers 403), but what it writes is
+/// authored by `github-actions[bot]`: only that bot's markers count. Another bot (another App,
+/// or `github-actions[bot]`'s neighbour in a different workflow with its own token) that posts a
+/// green round for this head neither stops the round nor turns a red job green.
+#[test]
+fn in_the_action_another_bots_round_marker_counts_for_nothing() {
+    let fake = world(TokenKind::actions());
+    fake.add_review_by(
+        REPO,
+        PR,
+        "other-app[bot]",
+        &format!(
+            "All good. <!-- reviewbot round=1 head={} verdict=0,0 findings= -->",
+            sha("head")
+        ),
+        &sha("head"),
+    );
+    let job = Job::new(&fake);
+    let config = job.config_file("");
+    let job = job
+        .input("config", &config)
+        .input("lenses", "builtin")
+        .input("fail-on", "blocking");
+    let ran = job.run();
+    assert_eq!(ran.status, 1, "log:\n{}", ran.raw);
+    let reviews = fake.reviews(REPO, PR);
+    assert_eq!(reviews.len(), 2, "{reviews:#?}");
+    assert_eq!(reviews[1]["user"]["login"], "github-actions[bot]");
+    let round1 = format!("Round 1 — reviewed head {}", &sha("head")[..8]);
+    assert!(reviews[1]["body"].as_str().unwrap().starts_with(&round1));
+    let log = assert_log_safe(&ran, TOKEN);
+    assert!(
+        log.shown.contains(
+            "notice: a review by other-app[bot] carries a reviewbot round marker but does not \
+             count"
+        ),
+        "{}",
+        log.shown
+    );
+
+    // Its own round counts: a re-run posts nothing and stays red.
+    let rerun = job.run();
+    assert_eq!(rerun.status, 1, "log:\n{}", rerun.raw);
+    assert_eq!(fake.reviews(REPO, PR).len(), 2);
+    assert!(
+        assert_log_safe(&rerun, TOKEN)
+            .shown
+            .contains("already reviewed")
+    );
+}
+
+/// An App's installation token given as `github-token` posts as the App's bot: its rounds count
+/// once `[github] bot_login` names it; without it a notice says what to set.
+#[test]
+fn an_app_token_in_the_action_counts_its_rounds_by_bot_login() {
+    let fake = world(TokenKind::app());
+    let job = Job::new(&fake);
+    let config = job.config_file("bot_login = \"reviewbot[bot]\"\n");
+    let job = job.input("config", &config).input("lenses", "builtin");
+    for _ in 0..2 {
+        let ran = job.run();
+        assert_eq!(ran.status, 0, "log:\n{}", ran.raw);
+        assert_eq!(fake.reviews(REPO, PR).len(), 1);
+    }
+
+    let fake = world(TokenKind::app());
+    let job = Job::new(&fake);
+    let config = job.config_file("");
+    let job = job.input("config", &config).input("lenses", "builtin");
+    assert_eq!(job.run().status, 0);
+    let again = job.run();
+    assert_eq!(again.status, 0, "log:\n{}", again.raw);
+    let log = assert_log_safe(&again, TOKEN);
+    assert!(
+        log.shown
+            .contains("a review by reviewbot[bot] carries a reviewbot round marker")
+            && log
+                .shown
+                .contains("set `[github] bot_login = \"reviewbot[bot]\"`"),
+        "{}",
+        log.shown
+    );
 }
 
 #[test]
@@ -1009,7 +1093,7 @@ fn a_fork_pr_with_a_read_only_token_posts_nothing_and_says_why() {
 
 #[test]
 fn the_trigger_label_asks_for_a_new_round_and_other_labels_do_not() {
-    let fake = world(TokenKind::app());
+    let fake = world(TokenKind::actions());
     let mut job = configured_job(&fake);
     assert_eq!(job.run().status, 0);
     assert_eq!(fake.reviews(REPO, PR).len(), 1);
@@ -1049,7 +1133,7 @@ fn the_trigger_label_asks_for_a_new_round_and_other_labels_do_not() {
 /// and the round still posts, the log saying why there is no check run.
 #[test]
 fn without_checks_write_the_action_posts_the_round_and_says_so() {
-    let fake = world(TokenKind::app());
+    let fake = world(TokenKind::actions());
     fake.forbid_checks(true);
     let ran = configured_job(&fake).run();
     assert_eq!(ran.status, 0, "log:\n{}", ran.raw);
@@ -1155,7 +1239,7 @@ fn cargo_build_of(src: &Path) -> Vec<String> {
 
 #[test]
 fn a_local_action_without_reviewbot_on_path_builds_it_from_its_own_source() {
-    let fake = world(TokenKind::app());
+    let fake = world(TokenKind::actions());
     let mut job = Job::new(&fake);
     let src = job.dir.path().join("src");
     job.action_path = copy_action(&src);
@@ -1501,7 +1585,7 @@ fn the_release_workflow_binstall_and_the_action_agree_on_the_assets() {
 
 #[test]
 fn a_release_asset_is_verified_cached_and_used_without_cargo() {
-    let fake = world(TokenKind::app());
+    let fake = world(TokenKind::actions());
     let releases = FakeReleases::start();
     releases.publish(TAG, None);
     let job = Job::new(&fake).release_from(&releases);
@@ -1577,7 +1661,7 @@ fn a_release_asset_is_verified_cached_and_used_without_cargo() {
 
 #[test]
 fn a_checksum_mismatch_is_refused_and_nothing_runs() {
-    let fake = world(TokenKind::app());
+    let fake = world(TokenKind::actions());
     let releases = FakeReleases::start();
     let wrong = sha256_hex(b"another archive");
     releases.publish(TAG, Some(&format!("{wrong}  {}\n", asset_name())));
@@ -1612,7 +1696,7 @@ fn a_checksum_mismatch_is_refused_and_nothing_runs() {
 
 #[test]
 fn no_release_for_the_ref_falls_back_to_a_build_and_says_so() {
-    let fake = world(TokenKind::app());
+    let fake = world(TokenKind::actions());
     let releases = FakeReleases::start();
     let mut job = Job::new(&fake).release_from(&releases);
     let src = job.dir.path().join("src");
@@ -1642,7 +1726,7 @@ fn no_release_for_the_ref_falls_back_to_a_build_and_says_so() {
 
 #[test]
 fn a_release_server_error_fails_clearly_and_builds_nothing() {
-    let fake = world(TokenKind::app());
+    let fake = world(TokenKind::actions());
     let releases = FakeReleases::start();
     releases.publish(TAG, None);
     releases.state().fail_with = Some(503);
@@ -1666,7 +1750,7 @@ fn a_release_server_error_fails_clearly_and_builds_nothing() {
 
 #[test]
 fn the_release_follows_the_action_path_when_the_ref_is_empty_or_an_outer_actions() {
-    let fake = world(TokenKind::app());
+    let fake = world(TokenKind::actions());
     let releases = FakeReleases::start();
     releases.publish(TAG, None);
     for (repository, reference) in [("", ""), ("someone/wrapper", "v2")] {
@@ -1701,7 +1785,7 @@ fn the_release_follows_the_action_path_when_the_ref_is_empty_or_an_outer_actions
 
 #[test]
 fn a_commit_sha_pin_uses_the_release_of_the_version_its_cargo_toml_names() {
-    let fake = world(TokenKind::app());
+    let fake = world(TokenKind::actions());
     let releases = FakeReleases::start();
     releases.publish(TAG, None);
     let sha = "0123456789abcdef0123456789abcdef01234567";
@@ -1765,7 +1849,7 @@ fn a_commit_sha_pin_uses_the_release_of_the_version_its_cargo_toml_names() {
 
 #[test]
 fn workflow_commands_in_review_text_never_run() {
-    let fake = world(TokenKind::app());
+    let fake = world(TokenKind::actions());
     let job = Job::new(&fake);
     // An operator-configured command lens whose reply carries workflow commands, a fake verdict
     // line and a forged mask, and which writes a command to stderr. It also records the

@@ -337,6 +337,87 @@ fn every_lens_failing_is_exit_3_with_the_document_on_stdout() {
     assert_eq!(json(&o)["lenses"][0]["status"], "failed");
 }
 
+/// A token budget that no file fits beside the fixed prompt leaves every model lens with nothing
+/// to review: each fails saying so, with the sizes that decide it, in the JSON and on stderr.
+#[test]
+fn a_budget_no_file_fits_fails_each_model_lens_saying_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut patch = String::new();
+    for f in 0..6 {
+        let path = format!("src/f{f}.rs");
+        patch.push_str(&format!(
+            "diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,120 @@\n"
+        ));
+        for n in 0..120 {
+            patch.push_str(&format!(
+                "+    let v{n} = compute(alpha_{n}, beta_{n}) * {n};\n"
+            ));
+        }
+    }
+    let diff = dir.path().join("six.diff");
+    std::fs::write(&diff, patch).unwrap();
+    let cfg_with_budget = |dir: &Path, budget: usize| {
+        let lenses = ["one", "two"].map(|n| command_lens(n, "tests/fixtures/lenses/good.sh", ""));
+        let text = format!("{}[review]\ntoken_budget = {budget}\n", lenses.concat());
+        config(dir, &text)
+    };
+    let cfg = cfg_with_budget(dir.path(), 4000);
+    let diff = diff.display().to_string();
+    let o = reviewbot(
+        &[
+            "review", "--diff", &diff, "--config", &cfg, "--format", "json",
+        ],
+        None,
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let doc = json(&o);
+    let re = regex::Regex::new(
+        r"^nothing fits the token budget of 4000 tokens \(3600 after a 10% margin\): the fixed prompt takes (\d+) and the smallest of the 6 files (\d+); raise `\[review\] token_budget` to at least (\d+) to review it$",
+    )
+    .unwrap();
+    let mut needed = 0;
+    for lens in doc["lenses"].as_array().unwrap() {
+        assert_eq!(lens["status"], "failed");
+        let error = lens["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no error: {lens}"));
+        let caps = re.captures(error).unwrap_or_else(|| panic!("{error}"));
+        let [fixed, smallest, least] = [1, 2, 3].map(|i| caps[i].parse::<usize>().unwrap());
+        assert!(fixed > 100 && smallest > 100, "{error}");
+        assert!(fixed + smallest > 3600, "it would have fitted: {error}");
+        needed = least;
+    }
+    let err = stderr(&o);
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("nothing fits")).collect();
+    assert_eq!(said.len(), 1, "said once:\n{err}");
+    assert!(
+        said[0].starts_with("warning: nothing fits the token budget"),
+        "{err}"
+    );
+    assert_eq!(doc["not_reviewed"].as_array().unwrap().len(), 6);
+
+    // The budget it names is the least that works: one less still fits nothing.
+    for (budget, status, left_out) in [(needed - 1, "failed", 6), (needed, "ok", 0)] {
+        let cfg = cfg_with_budget(dir.path(), budget);
+        let o = reviewbot(
+            &[
+                "review", "--diff", &diff, "--config", &cfg, "--format", "json",
+            ],
+            None,
+            dir.path(),
+        );
+        let doc = json(&o);
+        assert_eq!(
+            doc["lenses"][0]["status"],
+            status,
+            "{budget}: {}",
+            stderr(&o)
+        );
+        assert_eq!(doc["not_reviewed"].as_array().unwrap().len(), left_out);
+    }
+}
+
 #[test]
 fn fail_on_sets_exit_1() {
     let dir = tempfile::tempdir().unwrap();

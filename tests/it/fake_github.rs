@@ -63,6 +63,11 @@ impl TokenKind {
     pub fn app() -> TokenKind {
         TokenKind::Installation("reviewbot[bot]".to_owned())
     }
+
+    /// A workflow's own `GITHUB_TOKEN` (author `github-actions[bot]`).
+    pub fn actions() -> TokenKind {
+        TokenKind::Installation("github-actions[bot]".to_owned())
+    }
 }
 
 /// One file of a PR head, as the files endpoint lists it.

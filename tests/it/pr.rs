@@ -30,13 +30,18 @@ fn pr_files() -> Vec<FileSpec> {
 
 /// A world with one PR (#7) of two files, and an App-like token.
 pub(crate) fn world() -> FakeGithub {
+    world_with(pr_files())
+}
+
+/// A world with one PR (#7) of `files`, and an App-like token.
+fn world_with(files: Vec<FileSpec>) -> FakeGithub {
     let fake = FakeGithub::start();
     fake.add_token(TOKEN, TokenKind::app());
     fake.add_pr(
         REPO,
         PrSpec {
             number: 7,
-            files: pr_files(),
+            files,
             ..PrSpec::default()
         },
     );
@@ -487,6 +492,55 @@ fn the_opt_out_label_means_no_review() {
     assert_eq!(json(&o)["skipped"], "opt_out");
 }
 
+/// The operator pays for a round: a repository's `.github/reviewbot.toml` may lower a cap,
+/// never raise one. Raised, the operator's value applies and a notice says so; lowered, it
+/// applies quietly.
+#[test]
+fn a_repository_cannot_raise_the_operators_caps() {
+    let fake = world();
+    fake.add_file_content(
+        REPO,
+        "main",
+        ".github/reviewbot.toml",
+        "[review]\nmax_files = 500\ntoken_budget = 1000000\nmax_comments = 5\n",
+    );
+    let run = Run::new("[review]\nmax_files = 1\ntoken_budget = 8000\n");
+    let o = run.review(&fake, Some(TOKEN), &["--post", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // PR #7 has two files: over the operator's one.
+    assert_eq!(json(&o)["skipped"], "too_many_files", "{}", stderr(&o));
+    assert!(fake.reviews(REPO, 7).is_empty());
+    let err = stderr(&o);
+    for (key, asked, kept) in [
+        ("max_files", "500", "1"),
+        ("token_budget", "1000000", "8000"),
+    ] {
+        let want = format!(
+            "notice: .github/reviewbot.toml sets {key} = {asked}, over the operator's {kept}; \
+             using {kept} (a repository may lower a cap, never raise it)"
+        );
+        assert!(err.contains(&want), "{want}\n{err}");
+    }
+    // Lowered (max_comments 30 → 5): no notice.
+    assert!(!err.contains("max_comments"), "{err}");
+
+    // Within the operator's caps the repository's values apply, without a notice.
+    let fake = world();
+    fake.add_file_content(
+        REPO,
+        "main",
+        ".github/reviewbot.toml",
+        "[review]\nmax_files = 1\n",
+    );
+    let o = Run::new("").review(&fake, Some(TOKEN), &["--format", "json"]);
+    assert_eq!(json(&o)["skipped"], "too_many_files", "{}", stderr(&o));
+    assert!(
+        !stderr(&o).contains("over the operator's"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn drafts_and_closed_prs_are_skipped() {
     let fake = world();
@@ -689,6 +743,45 @@ fn per_lens_mode_posts_one_review_per_reviewer() {
     assert_eq!(fake.reviews(REPO, 7).len(), 2);
 }
 
+/// Every round is a `COMMENT`, never an approval; `[review] request_changes = true` (the
+/// operator's or the repository's) posts a round with a blocking finding as `REQUEST_CHANGES`.
+#[test]
+fn a_round_requests_changes_only_when_configured_and_blocking() {
+    let states = |fake: &FakeGithub| -> Vec<String> {
+        fake.reviews(REPO, 7)
+            .iter()
+            .map(|r| r["state"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    // PR #7 has a blocking finding (a Python `breakpoint()`).
+    let fake = world();
+    let o = Run::new("").review(&fake, Some(TOKEN), &["--post"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(states(&fake), ["COMMENTED"]);
+
+    let fake = world();
+    let o = Run::new("[review]\nrequest_changes = true\n").review(&fake, Some(TOKEN), &["--post"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(states(&fake), ["CHANGES_REQUESTED"]);
+
+    let fake = world();
+    fake.add_file_content(
+        REPO,
+        "main",
+        ".github/reviewbot.toml",
+        "[review]\nrequest_changes = true\n",
+    );
+    let o = Run::new("").review(&fake, Some(TOKEN), &["--post"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(states(&fake), ["CHANGES_REQUESTED"]);
+
+    // Nothing blocking: a comment, whatever the setting.
+    let fake = world_with(vec![FileSpec::modified("src/main.rs", LIB_PATCH)]);
+    let o = Run::new("[review]\nrequest_changes = true\n").review(&fake, Some(TOKEN), &["--post"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(states(&fake), ["COMMENTED"]);
+}
+
 #[test]
 fn a_forged_marker_from_a_human_is_ignored() {
     let fake = world();
@@ -845,6 +938,7 @@ mod flow {
             panel: &panel,
             observer: &NoProgress,
             store: None,
+            workflow: false,
         };
         let req = ReviewRequest {
             repo: RepoName::parse(REPO).expect("repo"),

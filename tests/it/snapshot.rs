@@ -541,6 +541,129 @@ fn quotes_anchor_findings_and_drop_unfounded_ones_and_suggestions_are_posted() {
     insta::assert_snapshot!("quoted_finding_with_suggestion", md);
 }
 
+/// A suggestion is the complete replacement of its lines, one line or ten: each is posted as a
+/// block whose lines are the lens's own, tabs kept. A CRLF file's lines reach the lens without
+/// their `\r` (the diff's line ending), so a replacement written with `\r\n` breaks is the same
+/// text: posted with the block's own `\n` breaks. A `\r` inside a line is a control character
+/// (a line break to the Actions runner): that suggestion is dropped, its prose kept.
+#[test]
+fn suggestions_of_one_to_ten_lines_with_tabs_or_crlf_are_posted() {
+    use super::hardening::echo_lens;
+    let dir = tempfile::tempdir().unwrap();
+    let checkout = dir.path().join("checkout");
+    std::fs::create_dir_all(checkout.join("src")).unwrap();
+    let rs: Vec<String> = (1..=60).map(|n| format!("    let x{n} = {n};")).collect();
+    let go: Vec<String> = (1..=8).map(|n| format!("\tx{n} := {n}")).collect();
+    let cs: Vec<String> = (1..=8).map(|n| format!("    int x{n} = {n};")).collect();
+    let mut patch = String::new();
+    for (path, lines, eol) in [
+        ("src/a.rs", &rs, "\n"),
+        ("src/t.go", &go, "\n"),
+        ("src/w.cs", &cs, "\r\n"),
+    ] {
+        std::fs::write(checkout.join(path), lines.join(eol) + eol).unwrap();
+        patch.push_str(&format!(
+            "diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{} @@\n",
+            lines.len()
+        ));
+        for l in lines {
+            patch.push_str(&format!("+{l}{eol}"));
+        }
+    }
+    let diff = dir.path().join("change.diff");
+    std::fs::write(&diff, patch).unwrap();
+
+    let replace = |from: u32, to: u32, indent: &str, eol: &str| -> String {
+        (from..=to)
+            .map(|n| format!("{indent}let x{n} = {n}u64;"))
+            .collect::<Vec<_>>()
+            .join(eol)
+    };
+    let finding = |path: &str, start: u32, line: u32, title: &str, suggestion: &str| {
+        json!({"path": path, "line": line, "start_line": (start != line).then_some(start),
+               "side": "RIGHT", "severity": "advisory", "confidence": "high", "title": title,
+               "body": "Why.", "quote": null, "suggestion": suggestion})
+    };
+    let one = replace(5, 5, "    ", "\n");
+    let two = replace(24, 25, "    ", "\n");
+    let ten = replace(40, 49, "    ", "\n") + "\n";
+    let tabs = "\tx3 := uint(3)\n\tx4 := uint(4)";
+    let crlf = "    long x2 = 2;\r\n    long x3 = 3;\r\n";
+    let bare_cr = "    long x6 = 6;\r    long x6b = 7;";
+    let cfg = echo_lens(
+        dir.path(),
+        &json!({"findings": [
+            finding("src/a.rs", 5, 5, "One line", &one),
+            finding("src/a.rs", 24, 25, "Two lines", &two),
+            finding("src/a.rs", 40, 49, "Ten lines", &ten),
+            finding("src/t.go", 3, 4, "Tabs", tabs),
+            finding("src/w.cs", 2, 3, "Windows line endings", crlf),
+            finding("src/w.cs", 6, 6, "A carriage return inside a line", bare_cr),
+        ], "summary": "Read the files."}),
+    );
+    let run = |format: &str| {
+        let checkout = checkout.display().to_string();
+        let args = [
+            "--checkout",
+            &checkout,
+            "--config",
+            &cfg,
+            "--format",
+            format,
+        ];
+        let o = diff_review_file(dir.path(), &diff, &args);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let doc: Value = serde_json::from_str(&run("json")).unwrap();
+    let suggestion_of = |title: &str| {
+        let found = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["title"] == title);
+        found.unwrap_or_else(|| panic!("no {title}: {doc:#}"))["suggestion"].clone()
+    };
+    let want = [
+        ("One line", json!(one)),
+        ("Two lines", json!(two)),
+        ("Ten lines", json!(ten)),
+        ("Tabs", json!(tabs)),
+        (
+            "Windows line endings",
+            json!("    long x2 = 2;\n    long x3 = 3;\n"),
+        ),
+        ("A carriage return inside a line", Value::Null),
+    ];
+    for (title, suggestion) in &want {
+        assert_eq!(&suggestion_of(title), suggestion, "{title}");
+    }
+
+    // Posted as blocks holding exactly those lines.
+    let md = run("markdown");
+    for (title, suggestion) in &want {
+        let Some(text) = suggestion.as_str() else {
+            continue;
+        };
+        let block = format!(
+            "```suggestion\n{}\n```\n",
+            text.strip_suffix('\n').unwrap_or(text)
+        );
+        assert!(md.contains(&block), "{title}: {block:?} not in\n{md}");
+    }
+    assert_eq!(md.matches("```suggestion\n").count(), 5, "{md}");
+    assert!(!md.contains('\r'), "{md:?}");
+    assert!(
+        md.contains("A carriage return inside a line"),
+        "the prose stays"
+    );
+}
+
 fn diff_review_file(dir: &Path, diff: &Path, args: &[&str]) -> Output {
     let diff = diff.display().to_string();
     let mut all = vec!["review", "--diff", diff.as_str()];

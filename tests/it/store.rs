@@ -849,6 +849,40 @@ async fn a_file_database_is_created_on_first_start_in_wal_mode() {
     store.ping().await.unwrap();
 }
 
+/// The store holds what reviewers and repositories said (learnings, replies) and every lens run:
+/// a file readable by other users of the machine would hand them all of it. SQLite gives its
+/// journal files the database file's mode, so a private database keeps them private too.
+#[tokio::test]
+async fn a_new_sqlite_store_and_its_journal_are_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("reviewbot.db");
+    let store = Store::connect(&format!("sqlite://{}?mode=rwc", path.display()))
+        .await
+        .unwrap();
+    store
+        .accept_delivery(&delivery("mode-1"), None)
+        .await
+        .unwrap();
+    for name in ["reviewbot.db", "reviewbot.db-wal", "reviewbot.db-shm"] {
+        let meta = std::fs::metadata(dir.path().join(name)).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{name}");
+    }
+    store.close().await;
+
+    // A store the operator made already keeps the mode the operator gave it.
+    let shared = dir.path().join("shared.db");
+    std::fs::write(&shared, "").unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let store = Store::connect(&format!("sqlite://{}", shared.display()))
+        .await
+        .unwrap();
+    store.ping().await.unwrap();
+    let meta = std::fs::metadata(&shared).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o640);
+    store.close().await;
+}
+
 #[tokio::test]
 async fn a_bad_url_is_a_clear_error_without_its_password() {
     let cases = [

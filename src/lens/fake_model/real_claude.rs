@@ -341,3 +341,61 @@ async fn real_claude_reports_api_errors_and_the_turn_cap() {
         f.message
     );
 }
+
+/// Every file under `dir`, relative and sorted (links not followed); empty when it is absent.
+fn files_under(dir: &Path) -> Vec<String> {
+    fn walk(dir: &Path, base: &Path, out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                walk(&path, base, out);
+            } else if let Ok(rel) = path.strip_prefix(base) {
+                out.push(rel.display().to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// Under `serve` every installation's reviews run in the service's one `HOME`: a transcript kept
+/// there (`~/.claude/projects/<cwd>/<session>.jsonl`, the prompt and every file the lens read)
+/// would pile up the code of every repository reviewed. The lens runs the CLI without session
+/// persistence, so nothing of the review stays behind, with a snapshot or without.
+#[tokio::test]
+async fn real_claude_keeps_no_transcript_in_its_home() {
+    let Some(bin) = real_cli("claude", "real_claude_keeps_no_transcript_in_its_home") else {
+        return;
+    };
+    for read in [true, false] {
+        let hostile = Hostile::new();
+        let mut turns = vec![Turn::text(LENS_JSON)];
+        if read {
+            let helpers = hostile.snapshot().join("src/util/helpers.rs");
+            turns.insert(0, Turn::calls([self::read("in_snapshot", &helpers)]));
+        }
+        let fake = FakeModel::start(turns);
+        let answer = review(&bin, &hostile, &fake, read, 2)
+            .await
+            .expect("an answer");
+        assert_lens_json(&answer);
+        let home = hostile.home();
+        let transcripts: Vec<String> = files_under(&home)
+            .into_iter()
+            .filter(|f| f.ends_with(".jsonl") || f.contains("projects/"))
+            .collect();
+        assert_eq!(transcripts, Vec::<String>::new(), "read: {read}");
+        // Nothing in the home holds what the lens read or was asked.
+        for file in files_under(&home) {
+            let text = std::fs::read_to_string(home.join(&file)).unwrap_or_default();
+            for needle in [UNDIFFED, "Review the change to src/lib.rs"] {
+                assert!(!text.contains(needle), "{file} holds {needle}");
+            }
+        }
+    }
+}
