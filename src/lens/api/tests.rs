@@ -25,18 +25,24 @@ struct Snapshot {
     root: std::path::PathBuf,
 }
 
-fn snapshot() -> Snapshot {
+/// A snapshot root holding `files` (path, content).
+fn snapshot_of(files: &[(&str, String)]) -> Snapshot {
     let dir = tempfile::tempdir().expect("dir");
     let root = dir.path().join("snap");
-    std::fs::create_dir_all(root.join("src")).expect("src");
-    std::fs::write(
-        root.join("src/caller.rs"),
-        format!("// {MARKER}\nb(1, 2);\n"),
-    )
-    .expect("f");
-    std::fs::write(dir.path().join("secret.txt"), SECRET).expect("secret");
-    std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("link")).expect("ln");
+    for (path, body) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("dirs");
+        std::fs::write(path, body).expect("file");
+    }
     Snapshot { _dir: dir, root }
+}
+
+fn snapshot() -> Snapshot {
+    let snap = snapshot_of(&[("src/caller.rs", format!("// {MARKER}\nb(1, 2);\n"))]);
+    let outside = snap._dir.path().join("secret.txt");
+    std::fs::write(&outside, SECRET).expect("secret");
+    std::os::unix::fs::symlink(outside, snap.root.join("link")).expect("ln");
+    snap
 }
 
 fn request(checkout: Option<&Path>) -> LensRequest {
@@ -272,4 +278,84 @@ fn anthropic_and_openai_take_the_lens_response_as_their_final_answer() {
         Openai::tool_use(br#"{"choices":[{"message":{"content":"{}"},"finish_reason":"stop"}]}"#)
             .is_none()
     );
+}
+
+/// A GitHub token shape (`ghp_` and 36 characters) and a value remembered from the diff
+/// that no rule matches by shape: both in the snapshot, neither may reach the model.
+const TOKEN: &str = "ghp_R7kQ2mX9vB4nT1cZ8wL5yH3jD6fG0sA2pE4u";
+const REMEMBERED: &str = "Qw3rTy9UiOp2AsDf";
+
+fn secret_snapshot() -> Snapshot {
+    snapshot_of(&[
+        (
+            "deploy/ci.env",
+            format!("GITHUB_TOKEN={TOKEN}\nlet seed = \"{REMEMBERED}\";\n"),
+        ),
+        (&format!("deploy/{TOKEN}.md"), "named after it\n".to_owned()),
+    ])
+}
+
+fn secret_script() -> Vec<Turn> {
+    vec![
+        Turn::calls([
+            Scripted::new(
+                "read",
+                "read_file",
+                json!({"path": "deploy/ci.env", "start_line": null, "end_line": null}),
+            ),
+            Scripted::new(
+                "grep",
+                "grep",
+                json!({"pattern": "TOKEN|seed", "path": null}),
+            ),
+            Scripted::new("list", "list_files", json!({"path": "deploy"})),
+        ]),
+        Turn::text(LENS_JSON),
+    ]
+}
+
+fn assert_no_secret_reached(fake: &FakeModel) {
+    for id in ["read", "grep", "list"] {
+        let r = fake.tool_result(id).expect(id);
+        assert!(r.text.contains("[REDACTED github-pat]"), "{id}: {}", r.text);
+    }
+    let requests = fake.model_requests();
+    assert_eq!(requests.len(), 2);
+    for (i, request) in requests.iter().enumerate() {
+        assert!(
+            !request.body.contains(TOKEN),
+            "request {i}: {}",
+            request.body
+        );
+        assert!(
+            !request.body.contains(REMEMBERED),
+            "request {i}: {}",
+            request.body
+        );
+    }
+}
+
+#[tokio::test]
+async fn tool_results_are_masked_as_the_prompt_is_for_both_vendors() {
+    let snap = secret_snapshot();
+    // The review remembered the value from its diff, as the pipeline does before any lens.
+    let review = crate::redact::KnownSecrets::new();
+    review.remember([("generic-api-key", REMEMBERED)]);
+    let req = request(Some(&snap.root));
+    for kind in [BackendKind::Anthropic, BackendKind::Openai] {
+        let fake = FakeModel::start(secret_script());
+        let spec = spec(kind);
+        let answer = match kind {
+            BackendKind::Anthropic => {
+                let env = env(fake.url());
+                anthropic::run_with_policy(&spec, "model-1", &req, &env, &fast_policy()).await
+            }
+            _ => {
+                let env = env(fake.v1_url());
+                openai::run_with_policy(&spec, "model-1", &req, &env, &fast_policy()).await
+            }
+        };
+        answer.expect("answer");
+        assert_no_secret_reached(&fake);
+    }
 }

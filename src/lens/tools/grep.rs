@@ -1,10 +1,13 @@
 //! `grep`: a regex over the lines of the files under a path, in path order.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::Read;
 use std::ops::ControlFlow;
 
 use regex::bytes::RegexBuilder;
+
+use crate::redact::redact;
 
 use super::confine::{Skipped, open_file, target, walk};
 use super::text::{clip, count, is_binary, show, size};
@@ -82,7 +85,17 @@ pub(super) fn grep(tools: &RepoTools, pattern: &str, path: Option<&str>) -> Tool
             return ControlFlow::Continue(());
         }
         s.files_searched += 1;
-        let body = data.strip_suffix(b"\n").unwrap_or(&data);
+        // A file with a secret is searched as the model may see it, masked, so that a match
+        // never tells what a masked value holds (masking keeps line breaks, so line numbers
+        // hold); any other file as its bytes, where a pattern may look for a byte that is not
+        // UTF-8.
+        let text = String::from_utf8_lossy(&data);
+        let masked = match redact(&text) {
+            Cow::Owned(masked) => Some(masked),
+            Cow::Borrowed(_) => None,
+        };
+        let body = masked.as_ref().map_or(&data[..], |m| m.as_bytes());
+        let body = body.strip_suffix(b"\n").unwrap_or(body);
         for (n, line) in body.split(|&b| b == b'\n').enumerate() {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             if !regex.is_match(line) {

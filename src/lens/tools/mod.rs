@@ -5,6 +5,11 @@
 //! Everything here is synchronous; a backend calls it through `spawn_blocking`. Bad input from
 //! the model never panics and never aborts the loop: it is an `is_error` result the model can
 //! act on. Confinement to the root is [`confine`]'s job.
+//!
+//! Every result is masked ([`crate::redact::redact`]) before it is capped, as the prompt is:
+//! the model never sees a secret of the snapshot that the prompt would have masked. A tool
+//! that cuts a line masks what it read first (`grep` searches the masked file; `read_file`
+//! reads [`text::MASK_SLACK`] bytes past its cut), so a cut never shows part of a secret.
 
 mod confine;
 mod grep;
@@ -14,6 +19,7 @@ mod read;
 mod tests;
 mod text;
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -237,6 +243,15 @@ impl ToolResult {
         }
     }
 
+    /// The result as the model may see it: masked as every other byte a model is sent
+    /// ([`redact`](crate::redact::redact), the review's remembered values included).
+    fn masked(mut self) -> Self {
+        if let Cow::Owned(masked) = crate::redact::redact(&self.content) {
+            self.content = masked;
+        }
+        self
+    }
+
     /// The cap every tool's result obeys, whatever the tool computed.
     fn cap(mut self, max_bytes: usize) -> Self {
         if text::cut_at(
@@ -335,8 +350,10 @@ impl RepoTools {
                 text::clip(name, 64)
             ))),
         };
+        // Every result passes here: masked before the cap, so a cut never splits a secret.
         result
             .unwrap_or_else(|e| e)
+            .masked()
             .cap(self.limits.max_result_bytes)
     }
 }

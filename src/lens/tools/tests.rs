@@ -739,3 +739,96 @@ mod confinement {
             .unwrap();
     }
 }
+
+/// A GitHub token shape: `ghp_` and 36 characters.
+const TOKEN: &str = "ghp_R7kQ2mX9vB4nT1cZ8wL5yH3jD6fG0sA2pE4u";
+
+#[test]
+fn every_tool_masks_what_it_shows() {
+    let f = fixture();
+    write(
+        f.root.path(),
+        "deploy/ci.env",
+        format!("# deploy\nGITHUB_TOKEN={TOKEN}\n"),
+    );
+    write(
+        f.root.path(),
+        &format!("deploy/{TOKEN}.md"),
+        "named after it\n",
+    );
+    let r = read(&f.tools, "deploy/ci.env");
+    assert_eq!(
+        r.content,
+        "1\t# deploy\n2\tGITHUB_TOKEN=[REDACTED github-pat]\n[lines 1-2 of 2]"
+    );
+    let r = f
+        .tools
+        .call(GREP, &json!({"pattern": "GITHUB_TOKEN", "path": "deploy"}));
+    assert!(
+        r.content
+            .starts_with("deploy/ci.env:2: GITHUB_TOKEN=[REDACTED github-pat]\n"),
+        "{}",
+        r.content
+    );
+    let r = f.tools.call(LIST_FILES, &json!({"path": "deploy"}));
+    assert!(r.content.contains("[REDACTED github-pat]"), "{}", r.content);
+    assert!(!r.content.contains(TOKEN), "{}", r.content);
+    // The model's own arguments echoed in an error are masked too.
+    let r = read(&f.tools, &format!("missing/{TOKEN}"));
+    assert!(r.is_error && !r.content.contains(TOKEN), "{}", r.content);
+}
+
+#[test]
+fn a_cut_never_shows_part_of_a_secret() {
+    let f = fixture();
+    // The token starts 10 bytes before each tool's cut, so a cut made before masking would
+    // show `ghp_R7kQ2m`, which no rule matches.
+    let line = format!("{}{TOKEN} and more\n", "x".repeat(40));
+    write(f.root.path(), "long.txt", &line);
+    let tools = capped(&f, |l| {
+        l.read_line_bytes = 50;
+        l.grep_line_bytes = 50;
+    });
+    let r = read(&tools, "long.txt");
+    assert!(!r.content.contains("ghp_"), "{}", r.content);
+    assert!(
+        r.content
+            .starts_with(&format!("1\t{}[REDACTED", "x".repeat(40)))
+    );
+    assert!(r.content.contains("lines longer than 50 bytes were cut"));
+    let r = tools.call(GREP, &json!({"pattern": "more", "path": "long.txt"}));
+    assert!(!r.content.contains("ghp_"), "{}", r.content);
+    assert!(r.content.starts_with("long.txt:1: xxxx"), "{}", r.content);
+    // The per-result cap cuts after masking too.
+    let tools = capped(&f, |l| l.max_result_bytes = 90);
+    let r = read(&tools, "long.txt");
+    assert!(r.capped && !r.content.contains("ghp_"), "{}", r.content);
+}
+
+#[test]
+fn grep_tells_nothing_of_a_masked_value() {
+    let f = fixture();
+    write(f.root.path(), "ci.env", format!("GITHUB_TOKEN={TOKEN}\n"));
+    // The file is searched as shown: a pattern for the token's own characters finds nothing,
+    // so matches cannot spell the value out call by call.
+    let r = f
+        .tools
+        .call(GREP, &json!({"pattern": "ghp_R7", "path": "ci.env"}));
+    assert!(r.content.starts_with("no matches"), "{}", r.content);
+    let r = f
+        .tools
+        .call(GREP, &json!({"pattern": "REDACTED", "path": "ci.env"}));
+    assert!(r.content.starts_with("ci.env:1: "), "{}", r.content);
+}
+
+#[test]
+fn a_private_key_shown_in_a_range_is_masked_whole() {
+    let f = fixture();
+    let body = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx7q3Zb9Lk2mN4pQ8rT6vW1yH0jD5fG\nc2VjcmV0IGtleSBib2R5IGxpbmUgdHdvIGZvciB0ZXN0\n-----END RSA PRIVATE KEY-----\n";
+    write(f.root.path(), "key.pem", body);
+    let r = read(&f.tools, "key.pem");
+    assert!(!r.content.contains("MIIEowIBAAK"), "{}", r.content);
+    assert!(!r.content.contains("c2VjcmV0"), "{}", r.content);
+    // Line numbers hold: the mask keeps the block's line breaks.
+    assert!(r.content.ends_with("[lines 1-4 of 4]"), "{}", r.content);
+}
