@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -13,6 +14,7 @@ use crate::lens::fake_model::{FakeModel, ToolCall as Scripted, Turn};
 use crate::lens::http::tests::{FakeServer, Reply, fast_policy};
 use crate::lens::openai::{self, Openai};
 use crate::lens::tools::BUDGET_SPENT;
+use crate::lens::tools::tests::{COSTLY, costly_text};
 
 const KEY: &str = "sk-test-key-for-the-fake-0123456789";
 const MARKER: &str = "UNDIFFED_CALLER_MARKER_51";
@@ -358,4 +360,34 @@ async fn tool_results_are_masked_as_the_prompt_is_for_both_vendors() {
         answer.expect("answer");
         assert_no_secret_reached(&fake);
     }
+}
+
+/// A snapshot of `files` files that [`COSTLY`] searches for seconds.
+fn costly_snapshot(files: usize) -> Snapshot {
+    let body = costly_text();
+    let names: Vec<String> = (0..files).map(|i| format!("src/f{i:02}.txt")).collect();
+    let files: Vec<(&str, String)> = names.iter().map(|n| (n.as_str(), body.clone())).collect();
+    snapshot_of(&files)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_costly_tool_call_ends_with_the_lens_timeout() {
+    let snap = costly_snapshot(12);
+    let grep = |id: &str| Scripted::new(id, "grep", json!({"pattern": COSTLY, "path": null}));
+    let fake = FakeModel::start(vec![
+        Turn::calls([grep("g1"), grep("g2")]),
+        Turn::text(LENS_JSON),
+    ]);
+    let mut spec = spec(BackendKind::Openai);
+    spec.timeout = Duration::from_secs(1);
+    let (req, env, policy) = (request(Some(&snap.root)), env(fake.v1_url()), fast_policy());
+    let started = std::time::Instant::now();
+    let call = call_with::<Openai>(&spec, "model-1", &req, &env, &policy, 40);
+    let result = tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .expect("the lens outlived its timeout by far");
+    let took = started.elapsed();
+    let failure = result.expect_err("the tools cannot finish in a second");
+    assert_eq!(failure.kind, FailureKind::Timeout, "{failure:?}");
+    assert!(took < Duration::from_secs(3), "took {took:?}");
 }

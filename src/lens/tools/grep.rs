@@ -10,8 +10,8 @@ use regex::bytes::RegexBuilder;
 use crate::redact::redact;
 
 use super::confine::{Skipped, open_file, target, walk};
-use super::text::{clip, count, is_binary, show, size};
-use super::{GREP, RepoTools, ToolResult};
+use super::text::{STOPPED, clip, count, is_binary, show, size};
+use super::{GREP, RepoTools, ToolResult, Until};
 
 /// Room kept under the result cap for the closing notes.
 const FOOTER_ROOM: usize = 512;
@@ -29,9 +29,16 @@ struct Search {
     capped: bool,
     /// Stopped at the scan cap.
     scan_cap: bool,
+    /// Stopped at the call's time limit, or the lens ended.
+    stopped: bool,
 }
 
-pub(super) fn grep(tools: &RepoTools, pattern: &str, path: Option<&str>) -> ToolResult {
+pub(super) fn grep(
+    tools: &RepoTools,
+    pattern: &str,
+    path: Option<&str>,
+    until: &Until,
+) -> ToolResult {
     let limits = tools.limits();
     if pattern.len() > limits.grep_pattern_bytes {
         return ToolResult::error(format!(
@@ -60,7 +67,7 @@ pub(super) fn grep(tools: &RepoTools, pattern: &str, path: Option<&str>) -> Tool
     };
     let budget = limits.max_result_bytes.saturating_sub(FOOTER_ROOM);
     let mut s = Search::default();
-    let skipped = walk(&target, limits.walk_max_entries, |entry| {
+    let skipped = walk(&target, limits.walk_max_entries, until, |entry| {
         if entry.found.meta.len() > limits.grep_max_file_bytes {
             s.large += 1;
             return ControlFlow::Continue(());
@@ -97,6 +104,11 @@ pub(super) fn grep(tools: &RepoTools, pattern: &str, path: Option<&str>) -> Tool
         let body = masked.as_ref().map_or(&data[..], |m| m.as_bytes());
         let body = body.strip_suffix(b"\n").unwrap_or(body);
         for (n, line) in body.split(|&b| b == b'\n').enumerate() {
+            // A costly pattern is checked against the clock every few lines, not every file.
+            if n % 64 == 63 && until.passed() {
+                s.stopped = true;
+                return ControlFlow::Break(());
+            }
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             if !regex.is_match(line) {
                 continue;
@@ -143,7 +155,10 @@ pub(super) fn grep(tools: &RepoTools, pattern: &str, path: Option<&str>) -> Tool
         limits.grep_max_file_bytes,
         limits.grep_scan_bytes,
     );
-    ToolResult::ok(out, s.capped || s.scan_cap || skipped.walk_cap)
+    ToolResult::ok(
+        out,
+        s.capped || s.scan_cap || s.stopped || skipped.walk_cap || skipped.stopped,
+    )
 }
 
 fn notes(out: &mut String, s: &Search, skipped: &Skipped, max_file: u64, max_scan: u64) {
@@ -174,5 +189,8 @@ fn notes(out: &mut String, s: &Search, skipped: &Skipped, max_file: u64, max_sca
         out.push_str(
             "\n[the search stopped at its cap on directory entries; give a narrower path]",
         );
+    }
+    if s.stopped || skipped.stopped {
+        let _ = write!(out, "\n{STOPPED}");
     }
 }

@@ -4,8 +4,8 @@ use std::fmt::Write as _;
 use std::io::{BufReader, Cursor, Read};
 
 use super::confine::{open_file, resolve};
-use super::text::{self, BINARY_PROBE, Lines, MASK_SLACK, is_binary, show, size};
-use super::{READ_FILE, RepoTools, ToolResult};
+use super::text::{self, BINARY_PROBE, Lines, MASK_SLACK, STOPPED, is_binary, show, size};
+use super::{READ_FILE, RepoTools, ToolResult, Until};
 use crate::redact::redact;
 
 /// Room kept under the result cap for the closing line.
@@ -16,6 +16,7 @@ pub(super) fn read_file(
     path: &str,
     start_line: Option<u64>,
     end_line: Option<u64>,
+    until: &Until,
 ) -> ToolResult {
     let limits = tools.limits();
     let start = start_line.unwrap_or(1).max(1);
@@ -60,7 +61,12 @@ pub(super) fn read_file(
     let mut total = 0u64;
     let mut last_shown = None;
     let mut capped = false;
+    let mut stopped = false;
     loop {
+        if total % 1024 == 1023 && until.passed() {
+            stopped = true;
+            break;
+        }
         let (line, cut) = match lines.next_line() {
             Ok(Some(l)) => l,
             Ok(None) => break,
@@ -88,7 +94,7 @@ pub(super) fn read_file(
         long_lines |= cut;
     }
     // Stopped at the scan cap with the file not read to its end: the count is a floor.
-    let more = meta.len() > limits.read_scan_bytes;
+    let more = meta.len() > limits.read_scan_bytes || stopped;
     let of = if more {
         format!("more than {total}")
     } else {
@@ -125,7 +131,10 @@ pub(super) fn read_file(
         let _ = write!(out, "; lines longer than {keep} bytes were cut");
     }
     out.push(']');
-    ToolResult::ok(out, capped || long_lines)
+    if stopped {
+        let _ = write!(out, "\n{STOPPED}");
+    }
+    ToolResult::ok(out, capped || long_lines || stopped)
 }
 
 /// The shown lines masked together, so a secret that spans lines (a private key) is masked as

@@ -4,6 +4,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -831,4 +832,101 @@ fn a_private_key_shown_in_a_range_is_masked_whole() {
     assert!(!r.content.contains("c2VjcmV0"), "{}", r.content);
     // Line numbers hold: the mask keeps the block's line breaks.
     assert!(r.content.ends_with("[lines 1-4 of 4]"), "{}", r.content);
+}
+
+/// A pattern whose lazy DFA keeps missing on [`costly_text`]: the slowest per byte found for
+/// the regex crate (about 0.1 s a MiB in a release build, 0.7 s in a debug one).
+pub(crate) const COSTLY: &str = r"(?:a.{10}|b.{12}|c.{14}|d.{16}|e.{18}){3}[^a-z]";
+
+/// Lines of random letters, just under `grep`'s file cap, none matching [`COSTLY`].
+pub(crate) fn costly_text() -> String {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut body = String::with_capacity(1_000_000);
+    while body.len() < 999_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        body.push(char::from(b'a' + u8::try_from(x % 26).expect("small")));
+        if body.len() % 100 == 99 {
+            body.push('\n');
+        }
+    }
+    body
+}
+
+fn costly_fixture(files: usize) -> Fixture {
+    let f = fixture();
+    let body = costly_text();
+    for i in 0..files {
+        write(f.root.path(), &format!("costly/f{i:02}.txt"), &body);
+    }
+    f
+}
+
+#[test]
+fn a_call_stops_at_its_time_limit() {
+    // Eight files the pattern takes seconds over (debug build): the call stops at 200 ms.
+    let f = costly_fixture(8);
+    let tools = capped(&f, |l| l.call_time = Duration::from_millis(200));
+    let started = Instant::now();
+    let r = tools.call(GREP, &json!({"pattern": COSTLY, "path": "costly"}));
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert!(r.capped && !r.is_error, "{r:?}");
+    assert!(r.content.ends_with(text::STOPPED), "{}", r.content);
+}
+
+#[test]
+fn a_cancelled_session_stops_the_call_under_way() {
+    let f = costly_fixture(8);
+    let mut session = ToolSession::new(f.tools.clone(), ToolBudget::new(5));
+    let cancel = session.cancel();
+    let started = Instant::now();
+    let work = std::thread::spawn(move || {
+        let first = session.call(GREP, &json!({"pattern": COSTLY, "path": "costly"}));
+        let next = session.call(LIST_FILES, &json!({"path": null}));
+        (first, next, session.into_records())
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    drop(cancel.on_drop());
+    let (first, next, records) = work.join().expect("no panic");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert!(first.content.ends_with(text::STOPPED), "{}", first.content);
+    assert!(next.is_error && next.content == text::CANCELLED, "{next:?}");
+    assert_eq!(records.len(), 2);
+}
+
+#[test]
+fn a_call_past_the_lens_deadline_stops_at_once() {
+    let f = costly_fixture(2);
+    let mut session =
+        ToolSession::new(f.tools.clone(), ToolBudget::new(5)).with_deadline(Instant::now());
+    let r = session.call(GREP, &json!({"pattern": COSTLY, "path": "costly"}));
+    assert!(r.content.ends_with(text::STOPPED), "{}", r.content);
+    let r = session.call(
+        READ_FILE,
+        &json!({"path": "costly/f00.txt", "start_line": null, "end_line": null}),
+    );
+    assert!(r.content.ends_with(text::STOPPED), "{}", r.content);
+}
+
+#[test]
+fn grep_stops_at_its_scan_cap() {
+    let f = fixture();
+    for i in 0..4 {
+        write(f.root.path(), &format!("scan/f{i}.txt"), "x\n".repeat(50));
+    }
+    let tools = capped(&f, |l| l.grep_scan_bytes = 250);
+    let r = tools.call(GREP, &json!({"pattern": "x", "path": "scan"}));
+    assert!(r.capped, "{r:?}");
+    assert!(r.content.starts_with("scan/f0.txt:1: x\n"), "{}", r.content);
+    assert!(!r.content.contains("scan/f2.txt"), "{}", r.content);
+    assert!(
+        r.content
+            .ends_with("[the search stopped after reading 250 bytes; give a narrower path]"),
+        "{}",
+        r.content
+    );
+    assert_eq!(ToolLimits::default().grep_scan_bytes, 16 << 20);
 }
