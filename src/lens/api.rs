@@ -203,10 +203,14 @@ pub(crate) async fn call_with<V: ApiVendor>(
         }
     };
 
+    // With tools, the lens's timeout bounds the whole loop, not each of its requests: every
+    // request, and every tool call, which also stops when this call ends any other way.
+    let deadline = tokio::time::Instant::now() + spec.timeout;
     let mut session = req.checkout.as_ref().map(|root| {
         let tools = RepoTools::new(root.to_path_buf(), ToolLimits::default());
-        ToolSession::new(tools, ToolBudget::new(max_tool_calls))
+        ToolSession::new(tools, ToolBudget::new(max_tool_calls)).with_deadline(deadline.into_std())
     });
+    let _stop_tools = session.as_ref().map(|s| s.cancel().on_drop());
     let defs: Vec<Value> = session
         .as_ref()
         .map(|s| s.tools().definitions().iter().map(V::tool_def).collect())
@@ -228,18 +232,17 @@ pub(crate) async fn call_with<V: ApiVendor>(
     // The budget answers calls past it with "give your final answer"; a model that keeps
     // asking is then asked once without tools, so the loop always ends.
     let max_turns = max_tool_calls.saturating_add(2);
-    let deadline = tokio::time::Instant::now() + spec.timeout;
+    let timeout = || Failure::new(FailureKind::Timeout, timed_out(spec.timeout));
     let mut turns = 0;
     let body = loop {
         turns += 1;
         let offer = session.is_some() && turns <= max_turns;
         let tools = offer.then_some(defs.as_slice());
         let bytes = V::body(spec, model, &messages, structured, tools)?;
-        // With tools, the lens's timeout bounds the whole loop, not each of its requests.
         let sent = match session.is_some() {
             true => tokio::time::timeout_at(deadline, post(bytes))
                 .await
-                .map_err(|_| Failure::new(FailureKind::Timeout, timed_out(spec.timeout)))?,
+                .map_err(|_| timeout())?,
             false => post(bytes).await,
         };
         let body = match sent {
@@ -267,15 +270,18 @@ pub(crate) async fn call_with<V: ApiVendor>(
         };
         add_usage(&mut usage, turn.usage);
         let calls = turn.calls.clone();
-        // The tools read files: off the async workers.
-        let (open, results) = tokio::task::spawn_blocking(move || {
+        // The tools read files: off the async workers. A blocking thread cannot be stopped
+        // from here: at the deadline this call stops waiting, and `_stop_tools` stops the work.
+        let work = tokio::task::spawn_blocking(move || {
             let mut open = open;
             let results: Vec<ToolResult> =
                 calls.iter().map(|c| open.call(&c.name, &c.input)).collect();
             (open, results)
-        })
-        .await
-        .map_err(|_| Failure::fatal("a repository tool crashed"))?;
+        });
+        let (open, results) = tokio::time::timeout_at(deadline, work)
+            .await
+            .map_err(|_| timeout())?
+            .map_err(|_| Failure::fatal("a repository tool crashed"))?;
         session = Some(open);
         V::push_results(&mut messages, turn, results);
     };

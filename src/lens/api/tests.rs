@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -13,6 +14,7 @@ use crate::lens::fake_model::{FakeModel, ToolCall as Scripted, Turn};
 use crate::lens::http::tests::{FakeServer, Reply, fast_policy};
 use crate::lens::openai::{self, Openai};
 use crate::lens::tools::BUDGET_SPENT;
+use crate::lens::tools::tests::{COSTLY, costly_text};
 
 const KEY: &str = "sk-test-key-for-the-fake-0123456789";
 const MARKER: &str = "UNDIFFED_CALLER_MARKER_51";
@@ -25,18 +27,24 @@ struct Snapshot {
     root: std::path::PathBuf,
 }
 
-fn snapshot() -> Snapshot {
+/// A snapshot root holding `files` (path, content).
+fn snapshot_of(files: &[(&str, String)]) -> Snapshot {
     let dir = tempfile::tempdir().expect("dir");
     let root = dir.path().join("snap");
-    std::fs::create_dir_all(root.join("src")).expect("src");
-    std::fs::write(
-        root.join("src/caller.rs"),
-        format!("// {MARKER}\nb(1, 2);\n"),
-    )
-    .expect("f");
-    std::fs::write(dir.path().join("secret.txt"), SECRET).expect("secret");
-    std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("link")).expect("ln");
+    for (path, body) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("dirs");
+        std::fs::write(path, body).expect("file");
+    }
     Snapshot { _dir: dir, root }
+}
+
+fn snapshot() -> Snapshot {
+    let snap = snapshot_of(&[("src/caller.rs", format!("// {MARKER}\nb(1, 2);\n"))]);
+    let outside = snap._dir.path().join("secret.txt");
+    std::fs::write(&outside, SECRET).expect("secret");
+    std::os::unix::fs::symlink(outside, snap.root.join("link")).expect("ln");
+    snap
 }
 
 fn request(checkout: Option<&Path>) -> LensRequest {
@@ -272,4 +280,114 @@ fn anthropic_and_openai_take_the_lens_response_as_their_final_answer() {
         Openai::tool_use(br#"{"choices":[{"message":{"content":"{}"},"finish_reason":"stop"}]}"#)
             .is_none()
     );
+}
+
+/// A GitHub token shape (`ghp_` and 36 characters) and a value remembered from the diff
+/// that no rule matches by shape: both in the snapshot, neither may reach the model.
+const TOKEN: &str = "ghp_R7kQ2mX9vB4nT1cZ8wL5yH3jD6fG0sA2pE4u";
+const REMEMBERED: &str = "Qw3rTy9UiOp2AsDf";
+
+fn secret_snapshot() -> Snapshot {
+    snapshot_of(&[
+        (
+            "deploy/ci.env",
+            format!("GITHUB_TOKEN={TOKEN}\nlet seed = \"{REMEMBERED}\";\n"),
+        ),
+        (&format!("deploy/{TOKEN}.md"), "named after it\n".to_owned()),
+    ])
+}
+
+fn secret_script() -> Vec<Turn> {
+    vec![
+        Turn::calls([
+            Scripted::new(
+                "read",
+                "read_file",
+                json!({"path": "deploy/ci.env", "start_line": null, "end_line": null}),
+            ),
+            Scripted::new(
+                "grep",
+                "grep",
+                json!({"pattern": "TOKEN|seed", "path": null}),
+            ),
+            Scripted::new("list", "list_files", json!({"path": "deploy"})),
+        ]),
+        Turn::text(LENS_JSON),
+    ]
+}
+
+fn assert_no_secret_reached(fake: &FakeModel) {
+    for id in ["read", "grep", "list"] {
+        let r = fake.tool_result(id).expect(id);
+        assert!(r.text.contains("[REDACTED github-pat]"), "{id}: {}", r.text);
+    }
+    let requests = fake.model_requests();
+    assert_eq!(requests.len(), 2);
+    for (i, request) in requests.iter().enumerate() {
+        assert!(
+            !request.body.contains(TOKEN),
+            "request {i}: {}",
+            request.body
+        );
+        assert!(
+            !request.body.contains(REMEMBERED),
+            "request {i}: {}",
+            request.body
+        );
+    }
+}
+
+#[tokio::test]
+async fn tool_results_are_masked_as_the_prompt_is_for_both_vendors() {
+    let snap = secret_snapshot();
+    // The review remembered the value from its diff, as the pipeline does before any lens.
+    let review = crate::redact::KnownSecrets::new();
+    review.remember([("generic-api-key", REMEMBERED)]);
+    let req = request(Some(&snap.root));
+    for kind in [BackendKind::Anthropic, BackendKind::Openai] {
+        let fake = FakeModel::start(secret_script());
+        let spec = spec(kind);
+        let answer = match kind {
+            BackendKind::Anthropic => {
+                let env = env(fake.url());
+                anthropic::run_with_policy(&spec, "model-1", &req, &env, &fast_policy()).await
+            }
+            _ => {
+                let env = env(fake.v1_url());
+                openai::run_with_policy(&spec, "model-1", &req, &env, &fast_policy()).await
+            }
+        };
+        answer.expect("answer");
+        assert_no_secret_reached(&fake);
+    }
+}
+
+/// A snapshot of `files` files that [`COSTLY`] searches for seconds.
+fn costly_snapshot(files: usize) -> Snapshot {
+    let body = costly_text();
+    let names: Vec<String> = (0..files).map(|i| format!("src/f{i:02}.txt")).collect();
+    let files: Vec<(&str, String)> = names.iter().map(|n| (n.as_str(), body.clone())).collect();
+    snapshot_of(&files)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_costly_tool_call_ends_with_the_lens_timeout() {
+    let snap = costly_snapshot(12);
+    let grep = |id: &str| Scripted::new(id, "grep", json!({"pattern": COSTLY, "path": null}));
+    let fake = FakeModel::start(vec![
+        Turn::calls([grep("g1"), grep("g2")]),
+        Turn::text(LENS_JSON),
+    ]);
+    let mut spec = spec(BackendKind::Openai);
+    spec.timeout = Duration::from_secs(1);
+    let (req, env, policy) = (request(Some(&snap.root)), env(fake.v1_url()), fast_policy());
+    let started = std::time::Instant::now();
+    let call = call_with::<Openai>(&spec, "model-1", &req, &env, &policy, 40);
+    let result = tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .expect("the lens outlived its timeout by far");
+    let took = started.elapsed();
+    let failure = result.expect_err("the tools cannot finish in a second");
+    assert_eq!(failure.kind, FailureKind::Timeout, "{failure:?}");
+    assert!(took < Duration::from_secs(3), "took {took:?}");
 }

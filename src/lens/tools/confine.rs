@@ -15,6 +15,8 @@ use std::path::{Component, Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 
+use super::Until;
+
 /// Why a path is not served. The text is what the model reads, so it names the model's own
 /// path (never the root's place on this machine) and what to do instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -219,6 +221,8 @@ pub(super) struct Skipped {
     pub unreadable_dirs: usize,
     /// The walk stopped at its entry cap.
     pub walk_cap: bool,
+    /// The walk stopped at the call's time limit, or the lens ended.
+    pub stopped: bool,
 }
 
 impl Skipped {
@@ -244,10 +248,11 @@ impl Skipped {
 
 /// Visits the regular files of `target` in sorted path order (by bytes of each component),
 /// never following a link and never entering `.git`. Visits at most `max_entries` directory
-/// entries. `visit` returns `Break` to stop early.
+/// entries, and stops when `until` has passed. `visit` returns `Break` to stop early.
 pub(super) fn walk(
     target: &Target,
     max_entries: usize,
+    until: &Until,
     mut visit: impl FnMut(FileEntry) -> ControlFlow<()>,
 ) -> Skipped {
     let mut skipped = Skipped::default();
@@ -280,6 +285,10 @@ pub(super) fn walk(
         vec![(start.abs.clone(), start.rel.clone(), None)];
     let mut seen = 0usize;
     while let Some((abs, rel, file_meta)) = stack.pop() {
+        if until.passed() {
+            skipped.stopped = true;
+            return skipped;
+        }
         if let Some(meta) = file_meta {
             let found = Resolved { abs, rel, meta };
             if visit(FileEntry { found }).is_break() {
@@ -296,6 +305,11 @@ pub(super) fn walk(
             seen += 1;
             if seen > max_entries {
                 skipped.walk_cap = true;
+                return skipped;
+            }
+            // A directory of a million entries is read one entry at a time.
+            if seen.is_multiple_of(1024) && until.passed() {
+                skipped.stopped = true;
                 return skipped;
             }
             let Ok(entry) = entry else { continue };

@@ -1,14 +1,17 @@
 //! `grep`: a regex over the lines of the files under a path, in path order.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::Read;
 use std::ops::ControlFlow;
 
 use regex::bytes::RegexBuilder;
 
+use crate::redact::redact;
+
 use super::confine::{Skipped, open_file, target, walk};
-use super::text::{clip, count, is_binary, show, size};
-use super::{GREP, RepoTools, ToolResult};
+use super::text::{STOPPED, clip, count, is_binary, show, size};
+use super::{GREP, RepoTools, ToolResult, Until};
 
 /// Room kept under the result cap for the closing notes.
 const FOOTER_ROOM: usize = 512;
@@ -26,9 +29,16 @@ struct Search {
     capped: bool,
     /// Stopped at the scan cap.
     scan_cap: bool,
+    /// Stopped at the call's time limit, or the lens ended.
+    stopped: bool,
 }
 
-pub(super) fn grep(tools: &RepoTools, pattern: &str, path: Option<&str>) -> ToolResult {
+pub(super) fn grep(
+    tools: &RepoTools,
+    pattern: &str,
+    path: Option<&str>,
+    until: &Until,
+) -> ToolResult {
     let limits = tools.limits();
     if pattern.len() > limits.grep_pattern_bytes {
         return ToolResult::error(format!(
@@ -57,7 +67,7 @@ pub(super) fn grep(tools: &RepoTools, pattern: &str, path: Option<&str>) -> Tool
     };
     let budget = limits.max_result_bytes.saturating_sub(FOOTER_ROOM);
     let mut s = Search::default();
-    let skipped = walk(&target, limits.walk_max_entries, |entry| {
+    let skipped = walk(&target, limits.walk_max_entries, until, |entry| {
         if entry.found.meta.len() > limits.grep_max_file_bytes {
             s.large += 1;
             return ControlFlow::Continue(());
@@ -82,8 +92,23 @@ pub(super) fn grep(tools: &RepoTools, pattern: &str, path: Option<&str>) -> Tool
             return ControlFlow::Continue(());
         }
         s.files_searched += 1;
-        let body = data.strip_suffix(b"\n").unwrap_or(&data);
+        // A file with a secret is searched as the model may see it, masked, so that a match
+        // never tells what a masked value holds (masking keeps line breaks, so line numbers
+        // hold); any other file as its bytes, where a pattern may look for a byte that is not
+        // UTF-8.
+        let text = String::from_utf8_lossy(&data);
+        let masked = match redact(&text) {
+            Cow::Owned(masked) => Some(masked),
+            Cow::Borrowed(_) => None,
+        };
+        let body = masked.as_ref().map_or(&data[..], |m| m.as_bytes());
+        let body = body.strip_suffix(b"\n").unwrap_or(body);
         for (n, line) in body.split(|&b| b == b'\n').enumerate() {
+            // A costly pattern is checked against the clock every few lines, not every file.
+            if n % 64 == 63 && until.passed() {
+                s.stopped = true;
+                return ControlFlow::Break(());
+            }
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             if !regex.is_match(line) {
                 continue;
@@ -130,7 +155,10 @@ pub(super) fn grep(tools: &RepoTools, pattern: &str, path: Option<&str>) -> Tool
         limits.grep_max_file_bytes,
         limits.grep_scan_bytes,
     );
-    ToolResult::ok(out, s.capped || s.scan_cap || skipped.walk_cap)
+    ToolResult::ok(
+        out,
+        s.capped || s.scan_cap || s.stopped || skipped.walk_cap || skipped.stopped,
+    )
 }
 
 fn notes(out: &mut String, s: &Search, skipped: &Skipped, max_file: u64, max_scan: u64) {
@@ -161,5 +189,8 @@ fn notes(out: &mut String, s: &Search, skipped: &Skipped, max_file: u64, max_sca
         out.push_str(
             "\n[the search stopped at its cap on directory entries; give a narrower path]",
         );
+    }
+    if s.stopped || skipped.stopped {
+        let _ = write!(out, "\n{STOPPED}");
     }
 }

@@ -5,16 +5,25 @@
 //! Everything here is synchronous; a backend calls it through `spawn_blocking`. Bad input from
 //! the model never panics and never aborts the loop: it is an `is_error` result the model can
 //! act on. Confinement to the root is [`confine`]'s job.
+//!
+//! Every result is masked ([`crate::redact::redact`]) before it is capped, as the prompt is:
+//! the model never sees a secret of the snapshot that the prompt would have masked. A tool
+//! that cuts a line masks what it read first (`grep` searches the masked file; `read_file`
+//! reads [`text::MASK_SLACK`] bytes past its cut), so a cut never shows part of a secret.
 
 mod confine;
 mod grep;
 mod list;
 mod read;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod text;
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -56,6 +65,8 @@ pub struct ToolLimits {
     pub list_max_entries: usize,
     /// Directory entries one `grep` or `list_files` walks before it stops.
     pub walk_max_entries: usize,
+    /// The longest one call may run; the lens's remaining time bounds it further.
+    pub call_time: Duration,
 }
 
 impl Default for ToolLimits {
@@ -68,11 +79,13 @@ impl Default for ToolLimits {
             grep_max_matches: 200,
             grep_max_file_bytes: 1_000_000,
             grep_line_bytes: 300,
-            grep_scan_bytes: 64 * 1024 * 1024,
+            // A costly pattern runs at about 0.1 s a MiB in a release build (docs/security.md).
+            grep_scan_bytes: 16 * 1024 * 1024,
             grep_pattern_bytes: 1_000,
             grep_regex_size: 1024 * 1024,
             list_max_entries: 1_000,
             walk_max_entries: 100_000,
+            call_time: Duration::from_secs(15),
         }
     }
 }
@@ -181,10 +194,13 @@ pub fn definitions(limits: &ToolLimits) -> Vec<ToolDef> {
                  case-sensitive; start it with `(?i)` to ignore case), matched line by line. \
                  Answers `path:line: text` for each matching line, in path order: at most {} \
                  matches and {per_call} per call, each line cut at {} bytes. Binary files, files \
-                 over {}, symbolic links and .git/ are skipped.",
+                 over {}, symbolic links and .git/ are skipped. One call reads at most {} of \
+                 files and runs at most {} s; past either it answers what it found so far.",
                 limits.grep_max_matches,
                 limits.grep_line_bytes,
-                text::size(limits.grep_max_file_bytes)
+                text::size(limits.grep_max_file_bytes),
+                text::size(limits.grep_scan_bytes),
+                limits.call_time.as_secs()
             ),
             input_schema: schema(json!({
                 "pattern": property("string", "The regular expression, e.g. `fn parse_\\w+`."),
@@ -235,6 +251,15 @@ impl ToolResult {
             is_error: true,
             capped: false,
         }
+    }
+
+    /// The result as the model may see it: masked as every other byte a model is sent
+    /// ([`redact`](crate::redact::redact), the review's remembered values included).
+    fn masked(mut self) -> Self {
+        if let Cow::Owned(masked) = crate::redact::redact(&self.content) {
+            self.content = masked;
+        }
+        self
     }
 
     /// The cap every tool's result obeys, whatever the tool computed.
@@ -294,6 +319,61 @@ fn parse<T: for<'de> Deserialize<'de>>(tool: &str, input: &Value) -> Result<T, T
     serde_json::from_value(args).map_err(|e| ToolResult::error(format!("{tool}: {e}")))
 }
 
+/// Stops a lens's tool work: set when the lens ends (its timeout, an error, the lens's task
+/// dropped), and checked by every walk and scan, since the thread the tools run on cannot be
+/// stopped from outside.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// A guard that cancels when dropped: however the lens's call ends, its tools stop.
+    pub fn on_drop(&self) -> CancelOnDrop {
+        CancelOnDrop(self.clone())
+    }
+}
+
+/// See [`Cancel::on_drop`].
+#[derive(Debug)]
+pub struct CancelOnDrop(Cancel);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+/// When one call must stop: at its own time limit, at the lens's deadline, or when the lens
+/// ends.
+#[derive(Debug, Clone)]
+pub(super) struct Until {
+    deadline: Instant,
+    cancel: Cancel,
+}
+
+impl Until {
+    fn new(limit: Duration, lens_deadline: Option<Instant>, cancel: Cancel) -> Self {
+        let own = Instant::now().checked_add(limit);
+        let deadline = match (own, lens_deadline) {
+            (Some(own), Some(lens)) => own.min(lens),
+            (own, lens) => own.or(lens).unwrap_or_else(Instant::now),
+        };
+        Until { deadline, cancel }
+    }
+
+    /// Whether the call must stop now.
+    pub(super) fn passed(&self) -> bool {
+        self.cancel.is_cancelled() || Instant::now() >= self.deadline
+    }
+}
+
 /// The tools over one root directory.
 #[derive(Debug, Clone)]
 pub struct RepoTools {
@@ -321,22 +401,30 @@ impl RepoTools {
         definitions(&self.limits)
     }
 
-    /// Runs one call. `input` is the call's arguments: a JSON object or a string holding one.
+    /// Runs one call within [`ToolLimits::call_time`]. `input` is the call's arguments: a JSON
+    /// object or a string holding one.
     pub fn call(&self, name: &str, input: &Value) -> ToolResult {
+        let until = Until::new(self.limits.call_time, None, Cancel::default());
+        self.call_until(name, input, &until)
+    }
+
+    fn call_until(&self, name: &str, input: &Value, until: &Until) -> ToolResult {
         let result = match name {
             READ_FILE => parse::<ReadArgs>(READ_FILE, input)
-                .map(|a| read::read_file(self, &a.path, a.start_line, a.end_line)),
+                .map(|a| read::read_file(self, &a.path, a.start_line, a.end_line, until)),
             GREP => parse::<GrepArgs>(GREP, input)
-                .map(|a| grep::grep(self, &a.pattern, a.path.as_deref())),
+                .map(|a| grep::grep(self, &a.pattern, a.path.as_deref(), until)),
             LIST_FILES => parse::<ListArgs>(LIST_FILES, input)
-                .map(|a| list::list_files(self, a.path.as_deref())),
+                .map(|a| list::list_files(self, a.path.as_deref(), until)),
             _ => Err(ToolResult::error(format!(
                 "unknown tool `{}`; the tools are {READ_FILE}, {GREP} and {LIST_FILES}",
                 text::clip(name, 64)
             ))),
         };
+        // Every result passes here: masked before the cap, so a cut never splits a secret.
         result
             .unwrap_or_else(|e| e)
+            .masked()
             .cap(self.limits.max_result_bytes)
     }
 }
@@ -422,6 +510,9 @@ pub struct ToolSession {
     tools: RepoTools,
     budget: ToolBudget,
     records: Vec<ToolCallRecord>,
+    /// The lens's deadline, which bounds every call.
+    deadline: Option<Instant>,
+    cancel: Cancel,
 }
 
 impl ToolSession {
@@ -430,7 +521,20 @@ impl ToolSession {
             tools,
             budget,
             records: Vec::new(),
+            deadline: None,
+            cancel: Cancel::default(),
         }
+    }
+
+    /// Bounds every call by the lens's `deadline` as well as by its own time limit.
+    pub fn with_deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// What stops the calls under way when the lens ends.
+    pub fn cancel(&self) -> Cancel {
+        self.cancel.clone()
     }
 
     pub fn tools(&self) -> &RepoTools {
@@ -443,8 +547,15 @@ impl ToolSession {
 
     /// Runs one call within the budget and records it.
     pub fn call(&mut self, name: &str, input: &Value) -> ToolResult {
-        let result = if self.budget.take() {
-            self.tools.call(name, input)
+        let result = if self.cancel.is_cancelled() {
+            ToolResult::error(text::CANCELLED)
+        } else if self.budget.take() {
+            let until = Until::new(
+                self.tools.limits.call_time,
+                self.deadline,
+                self.cancel.clone(),
+            );
+            self.tools.call_until(name, input, &until)
         } else {
             ToolResult::error(BUDGET_SPENT)
         };

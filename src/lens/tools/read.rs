@@ -4,8 +4,9 @@ use std::fmt::Write as _;
 use std::io::{BufReader, Cursor, Read};
 
 use super::confine::{open_file, resolve};
-use super::text::{BINARY_PROBE, Lines, is_binary, show, size};
-use super::{READ_FILE, RepoTools, ToolResult};
+use super::text::{self, BINARY_PROBE, Lines, MASK_SLACK, STOPPED, is_binary, show, size};
+use super::{READ_FILE, RepoTools, ToolResult, Until};
+use crate::redact::redact;
 
 /// Room kept under the result cap for the closing line.
 const FOOTER_ROOM: usize = 256;
@@ -15,6 +16,7 @@ pub(super) fn read_file(
     path: &str,
     start_line: Option<u64>,
     end_line: Option<u64>,
+    until: &Until,
 ) -> ToolResult {
     let limits = tools.limits();
     let start = start_line.unwrap_or(1).max(1);
@@ -51,14 +53,20 @@ pub(super) fn read_file(
     let budget = limits.max_result_bytes.saturating_sub(FOOTER_ROOM);
     // The first line asked for always fits, whatever the caps.
     let keep = limits.read_line_bytes.min(budget / 2);
-    let mut lines = Lines::new(BufReader::new(body), keep);
-    let mut out = String::new();
+    // Lines are read past `keep` so that they are masked whole before they are cut.
+    let mut lines = Lines::new(BufReader::new(body), keep.saturating_add(MASK_SLACK));
+    let mut shown: Vec<(String, bool)> = Vec::new();
+    // What the shown lines will take, each cut at `keep`: the number, a tab, a newline.
+    let mut shown_bytes = 0usize;
     let mut total = 0u64;
     let mut last_shown = None;
     let mut capped = false;
-    let mut long_lines = false;
-    let mut shown = 0usize;
+    let mut stopped = false;
     loop {
+        if total % 1024 == 1023 && until.passed() {
+            stopped = true;
+            break;
+        }
         let (line, cut) = match lines.next_line() {
             Ok(Some(l)) => l,
             Ok(None) => break,
@@ -68,18 +76,25 @@ pub(super) fn read_file(
         if total < start || total > end || capped {
             continue;
         }
-        let numbered = format!("{total}\t{}\n", show(line));
-        if shown == limits.read_max_lines || out.len() + numbered.len() > budget {
+        let text = show(line);
+        let numbered = total.to_string().len() + 2 + text.len().min(keep);
+        if shown.len() == limits.read_max_lines || shown_bytes + numbered > budget {
             capped = true;
             continue;
         }
-        out.push_str(&numbered);
-        long_lines |= cut;
-        shown += 1;
+        shown_bytes += numbered;
+        shown.push((text, cut));
         last_shown = Some(total);
     }
+    let mut out = String::new();
+    let mut long_lines = false;
+    for (n, (mut line, cut)) in (start..).zip(masked_lines(shown)) {
+        let cut = text::cut_at(&mut line, keep) || cut;
+        let _ = writeln!(out, "{n}\t{line}");
+        long_lines |= cut;
+    }
     // Stopped at the scan cap with the file not read to its end: the count is a floor.
-    let more = meta.len() > limits.read_scan_bytes;
+    let more = meta.len() > limits.read_scan_bytes || stopped;
     let of = if more {
         format!("more than {total}")
     } else {
@@ -116,5 +131,32 @@ pub(super) fn read_file(
         let _ = write!(out, "; lines longer than {keep} bytes were cut");
     }
     out.push(']');
-    ToolResult::ok(out, capped || long_lines)
+    if stopped {
+        let _ = write!(out, "\n{STOPPED}");
+    }
+    ToolResult::ok(out, capped || long_lines || stopped)
+}
+
+/// The shown lines masked together, so a secret that spans lines (a private key) is masked as
+/// one; masking keeps line breaks, so each line stays its own.
+fn masked_lines(lines: Vec<(String, bool)>) -> Vec<(String, bool)> {
+    let block = lines
+        .iter()
+        .map(|(line, _)| line.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let masked = redact(&block);
+    let parts: Vec<&str> = masked.split('\n').collect();
+    if parts.len() == lines.len() {
+        return parts
+            .into_iter()
+            .zip(&lines)
+            .map(|(part, (_, cut))| (part.to_owned(), *cut))
+            .collect();
+    }
+    // Not expected (masking keeps line breaks), but a line is never shown unmasked.
+    lines
+        .into_iter()
+        .map(|(line, cut)| (redact(&line).into_owned(), cut))
+        .collect()
 }

@@ -4,6 +4,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -738,4 +739,194 @@ mod confinement {
             })
             .unwrap();
     }
+}
+
+/// A GitHub token shape: `ghp_` and 36 characters.
+const TOKEN: &str = "ghp_R7kQ2mX9vB4nT1cZ8wL5yH3jD6fG0sA2pE4u";
+
+#[test]
+fn every_tool_masks_what_it_shows() {
+    let f = fixture();
+    write(
+        f.root.path(),
+        "deploy/ci.env",
+        format!("# deploy\nGITHUB_TOKEN={TOKEN}\n"),
+    );
+    write(
+        f.root.path(),
+        &format!("deploy/{TOKEN}.md"),
+        "named after it\n",
+    );
+    let r = read(&f.tools, "deploy/ci.env");
+    assert_eq!(
+        r.content,
+        "1\t# deploy\n2\tGITHUB_TOKEN=[REDACTED github-pat]\n[lines 1-2 of 2]"
+    );
+    let r = f
+        .tools
+        .call(GREP, &json!({"pattern": "GITHUB_TOKEN", "path": "deploy"}));
+    assert!(
+        r.content
+            .starts_with("deploy/ci.env:2: GITHUB_TOKEN=[REDACTED github-pat]\n"),
+        "{}",
+        r.content
+    );
+    let r = f.tools.call(LIST_FILES, &json!({"path": "deploy"}));
+    assert!(r.content.contains("[REDACTED github-pat]"), "{}", r.content);
+    assert!(!r.content.contains(TOKEN), "{}", r.content);
+    // The model's own arguments echoed in an error are masked too.
+    let r = read(&f.tools, &format!("missing/{TOKEN}"));
+    assert!(r.is_error && !r.content.contains(TOKEN), "{}", r.content);
+}
+
+#[test]
+fn a_cut_never_shows_part_of_a_secret() {
+    let f = fixture();
+    // The token starts 10 bytes before each tool's cut, so a cut made before masking would
+    // show `ghp_R7kQ2m`, which no rule matches.
+    let line = format!("{}{TOKEN} and more\n", "x".repeat(40));
+    write(f.root.path(), "long.txt", &line);
+    let tools = capped(&f, |l| {
+        l.read_line_bytes = 50;
+        l.grep_line_bytes = 50;
+    });
+    let r = read(&tools, "long.txt");
+    assert!(!r.content.contains("ghp_"), "{}", r.content);
+    assert!(
+        r.content
+            .starts_with(&format!("1\t{}[REDACTED", "x".repeat(40)))
+    );
+    assert!(r.content.contains("lines longer than 50 bytes were cut"));
+    let r = tools.call(GREP, &json!({"pattern": "more", "path": "long.txt"}));
+    assert!(!r.content.contains("ghp_"), "{}", r.content);
+    assert!(r.content.starts_with("long.txt:1: xxxx"), "{}", r.content);
+    // The per-result cap cuts after masking too.
+    let tools = capped(&f, |l| l.max_result_bytes = 90);
+    let r = read(&tools, "long.txt");
+    assert!(r.capped && !r.content.contains("ghp_"), "{}", r.content);
+}
+
+#[test]
+fn grep_tells_nothing_of_a_masked_value() {
+    let f = fixture();
+    write(f.root.path(), "ci.env", format!("GITHUB_TOKEN={TOKEN}\n"));
+    // The file is searched as shown: a pattern for the token's own characters finds nothing,
+    // so matches cannot spell the value out call by call.
+    let r = f
+        .tools
+        .call(GREP, &json!({"pattern": "ghp_R7", "path": "ci.env"}));
+    assert!(r.content.starts_with("no matches"), "{}", r.content);
+    let r = f
+        .tools
+        .call(GREP, &json!({"pattern": "REDACTED", "path": "ci.env"}));
+    assert!(r.content.starts_with("ci.env:1: "), "{}", r.content);
+}
+
+#[test]
+fn a_private_key_shown_in_a_range_is_masked_whole() {
+    let f = fixture();
+    let body = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx7q3Zb9Lk2mN4pQ8rT6vW1yH0jD5fG\nc2VjcmV0IGtleSBib2R5IGxpbmUgdHdvIGZvciB0ZXN0\n-----END RSA PRIVATE KEY-----\n";
+    write(f.root.path(), "key.pem", body);
+    let r = read(&f.tools, "key.pem");
+    assert!(!r.content.contains("MIIEowIBAAK"), "{}", r.content);
+    assert!(!r.content.contains("c2VjcmV0"), "{}", r.content);
+    // Line numbers hold: the mask keeps the block's line breaks.
+    assert!(r.content.ends_with("[lines 1-4 of 4]"), "{}", r.content);
+}
+
+/// A pattern whose lazy DFA keeps missing on [`costly_text`]: the slowest per byte found for
+/// the regex crate (about 0.1 s a MiB in a release build, 0.7 s in a debug one).
+pub(crate) const COSTLY: &str = r"(?:a.{10}|b.{12}|c.{14}|d.{16}|e.{18}){3}[^a-z]";
+
+/// Lines of random letters, just under `grep`'s file cap, none matching [`COSTLY`].
+pub(crate) fn costly_text() -> String {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut body = String::with_capacity(1_000_000);
+    while body.len() < 999_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        body.push(char::from(b'a' + u8::try_from(x % 26).expect("small")));
+        if body.len() % 100 == 99 {
+            body.push('\n');
+        }
+    }
+    body
+}
+
+fn costly_fixture(files: usize) -> Fixture {
+    let f = fixture();
+    let body = costly_text();
+    for i in 0..files {
+        write(f.root.path(), &format!("costly/f{i:02}.txt"), &body);
+    }
+    f
+}
+
+#[test]
+fn a_call_stops_at_its_time_limit() {
+    // Eight files the pattern takes seconds over (debug build): the call stops at 200 ms.
+    let f = costly_fixture(8);
+    let tools = capped(&f, |l| l.call_time = Duration::from_millis(200));
+    let started = Instant::now();
+    let r = tools.call(GREP, &json!({"pattern": COSTLY, "path": "costly"}));
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert!(r.capped && !r.is_error, "{r:?}");
+    assert!(r.content.ends_with(text::STOPPED), "{}", r.content);
+}
+
+#[test]
+fn a_cancelled_session_stops_the_call_under_way() {
+    let f = costly_fixture(8);
+    let mut session = ToolSession::new(f.tools.clone(), ToolBudget::new(5));
+    let cancel = session.cancel();
+    let started = Instant::now();
+    let work = std::thread::spawn(move || {
+        let first = session.call(GREP, &json!({"pattern": COSTLY, "path": "costly"}));
+        let next = session.call(LIST_FILES, &json!({"path": null}));
+        (first, next, session.into_records())
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    drop(cancel.on_drop());
+    let (first, next, records) = work.join().expect("no panic");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert!(first.content.ends_with(text::STOPPED), "{}", first.content);
+    assert!(next.is_error && next.content == text::CANCELLED, "{next:?}");
+    assert_eq!(records.len(), 2);
+}
+
+#[test]
+fn a_call_past_the_lens_deadline_stops_at_once() {
+    let f = costly_fixture(2);
+    let mut session =
+        ToolSession::new(f.tools.clone(), ToolBudget::new(5)).with_deadline(Instant::now());
+    let r = session.call(GREP, &json!({"pattern": COSTLY, "path": "costly"}));
+    assert!(r.content.ends_with(text::STOPPED), "{}", r.content);
+    let r = session.call(
+        READ_FILE,
+        &json!({"path": "costly/f00.txt", "start_line": null, "end_line": null}),
+    );
+    assert!(r.content.ends_with(text::STOPPED), "{}", r.content);
+}
+
+#[test]
+fn grep_stops_at_its_scan_cap() {
+    let f = fixture();
+    for i in 0..4 {
+        write(f.root.path(), &format!("scan/f{i}.txt"), "x\n".repeat(50));
+    }
+    let tools = capped(&f, |l| l.grep_scan_bytes = 250);
+    let r = tools.call(GREP, &json!({"pattern": "x", "path": "scan"}));
+    assert!(r.capped, "{r:?}");
+    assert!(r.content.starts_with("scan/f0.txt:1: x\n"), "{}", r.content);
+    assert!(!r.content.contains("scan/f2.txt"), "{}", r.content);
+    assert!(
+        r.content
+            .ends_with("[the search stopped after reading 250 bytes; give a narrower path]"),
+        "{}",
+        r.content
+    );
+    assert_eq!(ToolLimits::default().grep_scan_bytes, 16 << 20);
 }

@@ -6,6 +6,17 @@ use std::io::{self, BufRead};
 /// Bytes looked at to call a file binary (a NUL among them), as git and ripgrep do.
 pub(super) const BINARY_PROBE: usize = 8 * 1024;
 
+/// Bytes of a line read past where it is cut, so that a secret the cut falls in is still whole
+/// when the line is masked, and is masked rather than shown in part.
+pub(super) const MASK_SLACK: usize = 4096;
+
+/// What a call stopped at its time limit says, after what it found.
+pub(super) const STOPPED: &str =
+    "[this call stopped at its time limit; narrow the path or the pattern]";
+
+/// What a call answers once the lens has ended (never read by a model; it keeps the record).
+pub(super) const CANCELLED: &str = "the lens ended; no more tool calls run";
+
 /// What a result cut at the per-result cap ends with.
 pub(super) const CUT_NOTE: &str = "\n[cut: this answer reached its size cap]";
 
