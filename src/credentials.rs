@@ -176,8 +176,20 @@ mod tests {
     }
 
     #[test]
-    fn short_values_are_not_masked_everywhere() {
-        remember(["short"]);
-        assert_eq!(redact("a short note"), "a short note");
+    fn a_short_credential_is_masked_as_a_whole_token_only() {
+        remember(["Zq8vNp"]);
+        assert_eq!(
+            redact("token Zq8vNp, then \"Zq8vNp\"\\nZq8vNp"),
+            "token [REDACTED credential], then \"[REDACTED credential]\"\\n[REDACTED credential]"
+        );
+        // The exact value only: not inside a longer word.
+        assert_eq!(
+            redact("aZq8vNp Zq8vNpb Zq8vNp_1"),
+            "aZq8vNp Zq8vNpb Zq8vNp_1"
+        );
+        // Under four characters a value is not remembered: masking `on` or `1` everywhere would
+        // mask every line number.
+        remember(["q7Z"]);
+        assert_eq!(redact("a q7Z b"), "a q7Z b");
     }
 }
