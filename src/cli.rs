@@ -281,11 +281,7 @@ fn learnings(command: LearningsCommand) -> Result<ExitCode, CliError> {
 /// `reviewbot serve`: exit 2 for a configuration problem (the config file, a missing secret or
 /// key), 3 when the store or GitHub cannot be reached at start; 0 after SIGTERM.
 fn serve_app(args: ServeArgs) -> Result<ExitCode, CliError> {
-    let path = config::locate(args.config.as_deref());
-    let config = match &path {
-        Some(p) => Config::load(p).map_err(|e| CliError::Usage(e.to_string()))?,
-        None => Config::default(),
-    };
+    let config = load_config(args.config.as_deref())?;
     let env = crate::server::serve::ServeEnv::from_vars(|name| std::env::var(name).ok())
         .map_err(|e| CliError::Usage(format!("{e:#}")))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -301,10 +297,7 @@ fn serve_app(args: ServeArgs) -> Result<ExitCode, CliError> {
 /// `reviewbot doctor`: one line per check, exit 3 when any fails.
 fn doctor(args: DoctorArgs) -> Result<ExitCode, CliError> {
     let path = config::locate(args.config.as_deref());
-    let config = match &path {
-        Some(p) => Config::load(p).map_err(|e| CliError::Usage(e.to_string()))?,
-        None => Config::default(),
-    };
+    let config = load_config(path.as_deref())?;
     let lenses = select_lenses(&config, &args.lenses)?;
     let repo = match args.repo.or_else(|| {
         std::env::var("GITHUB_REPOSITORY")
@@ -566,11 +559,21 @@ fn exit_code(report: &Report, fail_on: FailOn) -> ExitCode {
     }
 }
 
+/// The config (`--config`, `REVIEWBOT_CONFIG` or `./reviewbot.toml`), and the values of the
+/// variables its `command` lenses are given masked from here on, like reviewbot's own.
 fn load_config(flag: Option<&Path>) -> Result<Config, CliError> {
-    match config::locate(flag) {
-        Some(path) => Config::load(&path).map_err(|e| CliError::Usage(e.to_string())),
-        None => Ok(Config::default()),
-    }
+    let config = match config::locate(flag) {
+        Some(path) => Config::load(&path).map_err(|e| CliError::Usage(e.to_string()))?,
+        None => Config::default(),
+    };
+    crate::credentials::remember_vars(
+        config
+            .lens
+            .iter()
+            .flat_map(|l| crate::lens::command::passed_through(&l.env)),
+        |name| std::env::var(name).ok(),
+    );
+    Ok(config)
 }
 
 /// The lenses named with `--lens`, else the config's default set, else `builtin` (with a notice).

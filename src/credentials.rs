@@ -7,45 +7,97 @@
 //! shape it has. Installation tokens minted at run time are not added: they all carry GitHub's
 //! `ghs_` prefix, which the shape rules mask, and a service minting one an hour per
 //! installation would otherwise grow the remembered set for its whole life.
+//!
+//! [`SECRET_VARS`] is the one list of the variables that hold a credential: what is masked at
+//! start comes from it, and so does what a `command` lens may never be given. The variables an
+//! operator passes to a `command` lens (`env = [...]`) feed the same masking
+//! ([`remember_vars`]) when the config is read.
 
 use std::path::{Path, PathBuf};
 
+use base64::Engine;
 use serde_json::Value;
 
 /// The rule name a credential is masked under: `[REDACTED credential]`.
 pub const RULE: &str = "credential";
 
-/// Variables whose whole value is a credential.
-const SECRET_VARS: [&str; 8] = [
-    "GITHUB_TOKEN",
-    "GH_TOKEN",
-    "ANTHROPIC_API_KEY",
-    "OPENAI_API_KEY",
-    "CLAUDE_CODE_OAUTH_TOKEN",
-    "ACTIONS_RUNTIME_TOKEN",
-    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-    "REVIEWBOT_PRIVATE_KEY",
+/// How a variable holds a credential.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holds {
+    /// Its whole value is one.
+    Value,
+    /// A comma-separated list of them (webhook secrets while one is rotated).
+    List,
+    /// The path of a file holding one (the App's key).
+    File,
+    /// A URL whose passwords are (`user:password@`, `?password=`): the store's.
+    Url,
+}
+
+/// A variable that holds a credential.
+#[derive(Debug, Clone, Copy)]
+pub struct SecretVar {
+    pub name: &'static str,
+    pub holds: Holds,
+    /// Whether a `command` lens whose `env` names it is given it: API keys are the operator's
+    /// to hand to their own program; reviewbot's own credentials and the Claude subscription
+    /// token (for a `claude-cli` lens only) never are.
+    pub to_command_lens: bool,
+}
+
+const fn var(name: &'static str, holds: Holds, to_command_lens: bool) -> SecretVar {
+    SecretVar {
+        name,
+        holds,
+        to_command_lens,
+    }
+}
+
+/// Every variable reviewbot reads a credential from or hands one to a child in.
+pub const SECRET_VARS: [SecretVar; 16] = [
+    var("GITHUB_TOKEN", Holds::Value, false),
+    var("GH_TOKEN", Holds::Value, false),
+    var("ACTIONS_RUNTIME_TOKEN", Holds::Value, false),
+    var("ACTIONS_ID_TOKEN_REQUEST_TOKEN", Holds::Value, false),
+    var("REVIEWBOT_PRIVATE_KEY", Holds::Value, false),
+    var("REVIEWBOT_PRIVATE_KEY_PATH", Holds::File, false),
+    var("REVIEWBOT_WEBHOOK_SECRET", Holds::List, false),
+    var("REVIEWBOT_DATABASE_URL", Holds::Url, false),
+    var("CLAUDE_CODE_OAUTH_TOKEN", Holds::Value, false),
+    var("ANTHROPIC_API_KEY", Holds::Value, true),
+    var("ANTHROPIC_AUTH_TOKEN", Holds::Value, true),
+    var("OPENAI_API_KEY", Holds::Value, true),
+    var("CODEX_API_KEY", Holds::Value, true),
+    var("ANTHROPIC_BASE_URL", Holds::Url, true),
+    var("OPENAI_BASE_URL", Holds::Url, true),
+    var("GITHUB_API_URL", Holds::Url, true),
 ];
+
+/// Whether a `command` lens may never be given `name`, even when its `env` names it.
+pub fn never_to_command_lens(name: &str) -> bool {
+    SECRET_VARS
+        .iter()
+        .any(|v| v.name == name && !v.to_command_lens)
+}
 
 /// The most of a credentials file read (a PEM key, a login's JSON).
 const MAX_FILE: u64 = 256 << 10;
+
+/// The shortest string of a login file taken for a credential. A login's tokens are long; its
+/// short strings are settings (`"subscriptionType": "max"`, `"auth_mode": "chatgpt"`), which
+/// masked as tokens would garble every `max` in a review.
+const MIN_LOGIN_VALUE: usize = 12;
 
 /// Remembers every credential the process environment holds or points to.
 pub fn remember_from_env() {
     remember_from(|name| std::env::var(name).ok());
 }
 
-/// Remembers every credential `var` (a variable look-up) holds or points to: the variables
-/// above, each webhook secret, the App key file, the Codex login (`$CODEX_HOME/auth.json`) and
-/// the Claude Code login (`.credentials.json` in its config directory).
+/// Remembers every credential `var` (a variable look-up) holds or points to: the variables of
+/// [`SECRET_VARS`], the Codex login (`$CODEX_HOME/auth.json`) and the Claude Code login
+/// (`.credentials.json` in its config directory).
 pub fn remember_from(var: impl Fn(&str) -> Option<String>) {
-    let mut values: Vec<String> = SECRET_VARS.iter().filter_map(|name| var(name)).collect();
-    if let Some(secrets) = var("REVIEWBOT_WEBHOOK_SECRET") {
-        values.extend(secrets.split(',').map(str::to_owned));
-    }
-    if let Some(path) = var("REVIEWBOT_PRIVATE_KEY_PATH") {
-        values.extend(read_small(Path::new(&path)));
-    }
+    remember_vars(SECRET_VARS.iter().map(|v| v.name), &var);
     let home = var("HOME").map(PathBuf::from);
     let codex_home = var("CODEX_HOME")
         .map(PathBuf::from)
@@ -53,6 +105,7 @@ pub fn remember_from(var: impl Fn(&str) -> Option<String>) {
     let claude_dir = var("CLAUDE_CONFIG_DIR")
         .map(PathBuf::from)
         .or_else(|| home.as_ref().map(|h| h.join(".claude")));
+    let mut values = Vec::new();
     for login in [
         codex_home.map(|d| d.join("auth.json")),
         claude_dir.map(|d| d.join(".credentials.json")),
@@ -61,26 +114,96 @@ pub fn remember_from(var: impl Fn(&str) -> Option<String>) {
     .flatten()
     {
         if let Some(text) = read_small(&login) {
-            values.extend(json_strings(&text));
+            values.extend(
+                json_strings(&text)
+                    .into_iter()
+                    .filter(|s| s.trim().len() >= MIN_LOGIN_VALUE),
+            );
         }
     }
     remember(values.iter().map(String::as_str));
 }
 
-/// Remembers credential values: each whole, and each line of a multi-line one (a PEM key).
+/// Remembers the credentials the variables `names` hold, each as [`SECRET_VARS`] says it holds
+/// them; a name it does not list (a variable an operator passes to a `command` lens) holds one
+/// as its whole value.
+pub fn remember_vars<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+    var: impl Fn(&str) -> Option<String>,
+) {
+    let mut values = Vec::new();
+    for name in names {
+        let Some(value) = var(name) else { continue };
+        let holds = SECRET_VARS
+            .iter()
+            .find(|v| v.name == name)
+            .map_or(Holds::Value, |v| v.holds);
+        match holds {
+            Holds::Value => values.push(value),
+            Holds::List => values.extend(value.split(',').map(str::to_owned)),
+            Holds::File => values.extend(read_small(Path::new(&value))),
+            Holds::Url => {
+                for password in crate::store::url_passwords(&value) {
+                    values.push(password.to_owned());
+                    // The driver reads it percent-decoded; an error may quote it either way.
+                    if let Ok(decoded) =
+                        percent_encoding::percent_decode_str(password).decode_utf8()
+                    {
+                        values.push(decoded.into_owned());
+                    }
+                }
+            }
+        }
+    }
+    remember(values.iter().map(String::as_str));
+}
+
+/// Remembers credential values: each whole, each line of a multi-line one (a PEM key), and the
+/// base64 forms of each long one.
 pub fn remember<'a>(values: impl IntoIterator<Item = &'a str>) {
-    let mut pieces = Vec::new();
+    let mut pieces: Vec<String> = Vec::new();
     for value in values {
         // A PEM key is quoted a line at a time as often as whole.
         pieces.extend(
             value
                 .lines()
                 .map(str::trim)
-                .filter(|l| !l.starts_with("-----")),
+                .filter(|l| !l.starts_with("-----"))
+                .map(str::to_owned),
         );
-        pieces.push(value.trim());
+        let value = value.trim();
+        pieces.push(value.to_owned());
+        pieces.extend(base64_forms(value));
     }
-    crate::redact::remember_for_process(pieces.into_iter().map(|v| (RULE, v)));
+    crate::redact::remember_for_process(pieces.iter().map(|v| (RULE, v.as_str())));
+}
+
+/// What shows of `value` wherever it is base64-encoded inside something longer: HTTP basic
+/// auth, and the header `actions/checkout` writes into `.git/config`
+/// (`AUTHORIZATION: basic base64("x-access-token:" + token)`), which a lens reads under
+/// `--checkout`. Base64 turns each 3 bytes into 4 characters, so the value comes out one of
+/// three ways depending on where it starts in the encoded bytes: for each, the characters that
+/// depend on the value alone, and the same with the padding that ends an encoding it ends.
+/// A short value has no form long enough to mask safely inside other base64.
+fn base64_forms(value: &str) -> Vec<String> {
+    const MIN: usize = 12;
+    if value.len() < MIN {
+        return Vec::new();
+    }
+    let mut forms = Vec::new();
+    for lead in 0..3 {
+        let mut bytes = vec![0u8; lead];
+        bytes.extend_from_slice(value.as_bytes());
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        // The first group holds a byte before the value unless it starts one.
+        let start = if lead == 0 { 0 } else { 4 };
+        let whole_groups = bytes.len() / 3 * 4;
+        forms.push(encoded[start..whole_groups].to_owned());
+        forms.push(encoded[start..].to_owned());
+    }
+    forms.sort();
+    forms.dedup();
+    forms
 }
 
 fn read_small(path: &Path) -> Option<String> {
@@ -175,9 +298,84 @@ mod tests {
         }
     }
 
+    /// The credentials the list above missed: `CODEX_API_KEY`, `ANTHROPIC_AUTH_TOKEN`, a value
+    /// under 12 characters, the store's password (in the user part and as `?password=`) and
+    /// the GitHub token base64-encoded as `actions/checkout` writes it into `.git/config`.
     #[test]
-    fn short_values_are_not_masked_everywhere() {
-        remember(["short"]);
-        assert_eq!(redact("a short note"), "a short note");
+    fn every_form_a_credential_takes_is_masked() {
+        use base64::Engine;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let token = "gh-token-value-8d3f1c2b9a7e";
+        let vars: HashMap<&str, String> = [
+            ("CODEX_API_KEY", "codex-paid-key-4f1a9e77"),
+            ("ANTHROPIC_AUTH_TOKEN", "gateway-bearer-6b2c8d01"),
+            ("REVIEWBOT_WEBHOOK_SECRET", "Hk7pQ2xZ"),
+            (
+                "REVIEWBOT_DATABASE_URL",
+                "postgres://bot:Db9%40pw1@db.internal/r?sslmode=require&password=Qp4rT8vW",
+            ),
+            ("GITHUB_TOKEN", token),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k, v.to_owned()))
+        .collect();
+        remember_from(|name| vars.get(name).cloned());
+        let extraheader = format!(
+            "[http \"https://github.com/\"]\n\textraheader = AUTHORIZATION: basic {}\n",
+            b64(&format!("x-access-token:{token}"))
+        );
+        for (value, text) in [
+            (
+                "codex-paid-key-4f1a9e77",
+                "key codex-paid-key-4f1a9e77!".to_owned(),
+            ),
+            (
+                "gateway-bearer-6b2c8d01",
+                "Bearer gateway-bearer-6b2c8d01".to_owned(),
+            ),
+            ("Hk7pQ2xZ", "secret=Hk7pQ2xZ; next".to_owned()),
+            ("Db9%40pw1", "postgres://bot:Db9%40pw1@db".to_owned()),
+            ("Db9@pw1", "password \"Db9@pw1\" refused".to_owned()),
+            ("Qp4rT8vW", "sslmode=require&password=Qp4rT8vW".to_owned()),
+            (&b64(token)[..24], extraheader.clone()),
+            // Base64 of the token after a user name of any length: each of the three ways
+            // its bytes can fall.
+            (
+                &b64(&format!("u:{token}"))[4..28],
+                b64(&format!("u:{token}")),
+            ),
+            (
+                &b64(&format!("us:{token}"))[4..28],
+                b64(&format!("us:{token}")),
+            ),
+        ] {
+            let masked = redact(&text);
+            assert!(!masked.contains(value), "{value} survived: {masked}");
+            assert!(masked.contains("[REDACTED credential]"), "{masked}");
+        }
+        // The header keeps nothing of the token: not its encoded tail either.
+        let masked = redact(&extraheader);
+        assert!(
+            masked.contains("AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46[REDACTED credential]\n"),
+            "{masked}"
+        );
+    }
+
+    #[test]
+    fn a_short_credential_is_masked_as_a_whole_token_only() {
+        remember(["Zq8vNp"]);
+        assert_eq!(
+            redact("token Zq8vNp, then \"Zq8vNp\"\\nZq8vNp"),
+            "token [REDACTED credential], then \"[REDACTED credential]\"\\n[REDACTED credential]"
+        );
+        // The exact value only: not inside a longer word.
+        assert_eq!(
+            redact("aZq8vNp Zq8vNpb Zq8vNp_1"),
+            "aZq8vNp Zq8vNpb Zq8vNp_1"
+        );
+        // Under four characters a value is not remembered: masking `on` or `1` everywhere would
+        // mask every line number.
+        remember(["q7Z"]);
+        assert_eq!(redact("a q7Z b"), "a q7Z b");
     }
 }

@@ -23,21 +23,6 @@ use crate::plan::with_repository;
 /// locale and a temp directory. `LC_*` variables are passed too.
 const BASE_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TMPDIR"];
 
-/// Variables a command lens never gets, even when its config names them: the bot's own
-/// credentials (`docs/contract.md` "Isolation"; the store's URL can hold its password), and the
-/// Claude subscription token, which is for a `claude-cli` lens only.
-const NEVER_ENV: [&str; 9] = [
-    "GITHUB_TOKEN",
-    "GH_TOKEN",
-    "REVIEWBOT_WEBHOOK_SECRET",
-    "REVIEWBOT_PRIVATE_KEY",
-    "REVIEWBOT_PRIVATE_KEY_PATH",
-    "REVIEWBOT_DATABASE_URL",
-    "CLAUDE_CODE_OAUTH_TOKEN",
-    "ACTIONS_RUNTIME_TOKEN",
-    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-];
-
 /// What a command lens reads on stdin (`docs/contract.md` "Command lens").
 #[derive(Serialize)]
 struct CommandRequest<'a> {
@@ -156,7 +141,7 @@ fn request_json(spec: &LensSpec, req: &LensRequest) -> Result<Vec<u8>, Failure> 
 }
 
 /// The child's whole environment, taken from `parent`: the base allow-list, `LC_*`, and the
-/// variables the lens's config names — minus the ones no command lens may ever see.
+/// variables the lens's config names ([`passed_through`]).
 fn child_env(
     named: &[String],
     parent: impl IntoIterator<Item = (OsString, OsString)>,
@@ -167,12 +152,26 @@ fn child_env(
             let Some(name) = name.to_str() else {
                 return false;
             };
-            let allowed = BASE_ENV.contains(&name)
-                || name.starts_with("LC_")
-                || named.iter().any(|n| n == name);
-            allowed && !NEVER_ENV.contains(&name)
+            is_base(name) || passed_through(named).any(|n| n == name)
         })
         .collect()
+}
+
+fn is_base(name: &str) -> bool {
+    BASE_ENV.contains(&name) || name.starts_with("LC_")
+}
+
+/// The variables of `named` (a lens's `env`) that the lens gets because its config names them:
+/// not the base ones it gets anyway, and never a credential of reviewbot's own
+/// ([`crate::credentials::never_to_command_lens`]: `docs/contract.md` "Isolation"; the store's
+/// URL can hold its password) or the Claude subscription token, which is for a `claude-cli`
+/// lens only. Their values are credentials the operator hands over, masked by value like
+/// reviewbot's own ([`crate::credentials::remember_vars`]).
+pub fn passed_through(named: &[String]) -> impl Iterator<Item = &str> {
+    named
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !is_base(n) && !crate::credentials::never_to_command_lens(n))
 }
 
 /// `doctor`'s line: `bin` exists and is executable (a bare name is looked up on `PATH`); it is

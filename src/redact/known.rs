@@ -1,28 +1,57 @@
 //! Values remembered as secrets, masked by value wherever they turn up.
 
+use std::collections::HashSet;
 use std::sync::{Arc, RwLock, Weak};
 
 use super::contextual::{PEM_KEYWORD, PEM_WINDOW};
 use super::keywords::keyword_starts;
-use super::{AWS_PAIR_LINES, PRIVATE_KEY, SecretMatch, find_secrets};
+use super::rules::is_word;
+use super::{AWS_PAIR_LINES, PRIVATE_KEY, SecretMatch, find_secrets, left_boundary};
 
 /// Values detected as secrets elsewhere (in the diff under review, in the environment),
 /// masked wherever they appear: in a lens's echo, a log line, an error. Built whole and
 /// replaced when a value is added, so a search never waits for a writer.
 pub(super) struct Known {
-    values: Vec<(String, &'static str)>,
+    values: Vec<Value>,
+    /// Every value, matches overlapping: a match that is not a whole token, or that another
+    /// value's match overlaps, never hides one that is (each is masked, and overlaps merge).
     automaton: aho_corasick::AhoCorasick,
+}
+
+/// One remembered value.
+#[derive(Clone)]
+struct Value {
+    text: String,
+    rule: &'static str,
+    /// Shorter than [`MIN_ANYWHERE_LEN`]: masked only where it stands as a whole token.
+    token: bool,
 }
 
 impl Known {
     pub(super) fn find(&self, text: &str, found: &mut Vec<SecretMatch>) {
-        for m in self.automaton.find_iter(text) {
+        let bytes = text.as_bytes();
+        for m in self.automaton.find_overlapping_iter(text) {
+            let value = &self.values[m.pattern().as_usize()];
+            if value.token && !whole_token(bytes, m.range(), value.text.as_bytes()) {
+                continue;
+            }
             found.push(SecretMatch {
-                rule: self.values[m.pattern().as_usize()].1,
+                rule: value.rule,
                 range: m.range(),
             });
         }
     }
+}
+
+/// Whether `range` of `bytes`, a match of `value`, stands as a token of its own: no word
+/// character glued to it on either side (a string escape or a colour code before it counts as
+/// a separator, as for the rules). A value that starts or ends with a separator of its own is
+/// bounded on that side by it.
+fn whole_token(bytes: &[u8], range: std::ops::Range<usize>, value: &[u8]) -> bool {
+    let left = value.first().is_none_or(|&b| !is_word(b)) || left_boundary(bytes, range.start);
+    let right = value.last().is_none_or(|&b| !is_word(b))
+        || bytes.get(range.end).is_none_or(|&b| !is_word(b));
+    left && right
 }
 
 /// One set of remembered values that grows: a review's, or the process's.
@@ -34,11 +63,18 @@ impl Slot {
         self.0.read().ok().and_then(|k| k.clone())
     }
 
+    /// Adds `secrets`, every one: there is no cap, so no value is ever let through for want of
+    /// room. A review's values come from its diff, so their number and size are bounded by the
+    /// diff's (`docs/benchmarks.md` "Remembered secrets" measures 5,000 of them).
     fn remember<'a>(&self, secrets: impl IntoIterator<Item = (&'static str, &'a str)>) {
-        let fresh: Vec<(String, &'static str)> = secrets
+        let fresh: Vec<Value> = secrets
             .into_iter()
-            .map(|(rule, v)| (v.trim().to_owned(), rule))
-            .filter(|(v, _)| v.len() >= MIN_KNOWN_LEN && !v.contains("REDACTED"))
+            .map(|(rule, v)| Value {
+                text: v.trim().to_owned(),
+                rule,
+                token: v.trim().len() < MIN_ANYWHERE_LEN,
+            })
+            .filter(|v| v.text.chars().count() >= MIN_TOKEN_CHARS && !v.text.contains("REDACTED"))
             .collect();
         if fresh.is_empty() {
             return;
@@ -46,21 +82,19 @@ impl Slot {
         let Ok(mut guard) = self.0.write() else {
             return;
         };
-        let mut values = guard.as_ref().map(|k| k.values.clone()).unwrap_or_default();
-        let before = values.len();
-        for (v, rule) in fresh {
-            if values.len() < MAX_KNOWN && !values.iter().any(|(have, _)| *have == v) {
-                values.push((v, rule));
-            }
-        }
-        if values.len() == before {
+        let old = guard.as_ref().map_or(&[][..], |k| k.values.as_slice());
+        let mut have: HashSet<&str> = old.iter().map(|v| v.text.as_str()).collect();
+        let added: Vec<&Value> = fresh.iter().filter(|v| have.insert(&v.text)).collect();
+        if added.is_empty() {
             return;
         }
-        // Longest first, so a value that contains another is masked whole.
-        values.sort_by_key(|v| std::cmp::Reverse(v.0.len()));
+        let mut values = old.to_vec();
+        values.extend(added.into_iter().cloned());
         let automaton = aho_corasick::AhoCorasick::builder()
-            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
-            .build(values.iter().map(|(v, _)| v.as_str()));
+            .match_kind(aho_corasick::MatchKind::Standard)
+            .build(values.iter().map(|v| v.text.as_str()));
+        // Building fails only past the automaton's own limits (billions of states), far beyond
+        // any diff reviewbot reads; then the set stays as it was.
         if let Ok(automaton) = automaton {
             *guard = Some(Arc::new(Known { values, automaton }));
         }
@@ -78,16 +112,18 @@ tokio::task_local! {
     static CURRENT: KnownSecrets;
 }
 
-/// The most values remembered; a diff holding more secrets than this has bigger problems,
-/// and every rule still masks its own matches.
-const MAX_KNOWN: usize = 4096;
-/// Shorter values are not remembered: masking them everywhere would garble ordinary text.
-const MIN_KNOWN_LEN: usize = 12;
+/// Values this long (in bytes) are masked wherever they appear, inside a longer word too.
+const MIN_ANYWHERE_LEN: usize = 12;
+/// Shorter values, down to this many characters, are masked where they stand as a whole token
+/// ([`whole_token`]): the exact value, never a word that merely contains it, so a credential
+/// `hunter22` is masked in `password hunter22.` but `hunter22x` is left alone. Values shorter
+/// still are not remembered: no credential is three characters long, and masking `1` or `on`
+/// everywhere would mask every line number and half the prose.
+const MIN_TOKEN_CHARS: usize = 4;
 
 /// The secret values remembered for one review: created per round, dropped with it. Under
 /// `serve` one process runs many reviews for many installations, and a set shared by all of
-/// them would grow for the life of the process (until [`MAX_KNOWN`], after which a new
-/// review's values were not remembered at all) and mask one installation's values in
+/// them would grow for the life of the process and mask one installation's values in
 /// another's output.
 ///
 /// What [`redact`](super::redact) masks by value: the process's credentials, and
@@ -117,7 +153,8 @@ impl KnownSecrets {
 
     /// Remembers secret values so that [`redact`](super::redact) masks them from now on
     /// while this review lives, whatever rule found them (`generic-api-key` included) and
-    /// whatever text they later turn up in. Values shorter than 12 characters are ignored.
+    /// whatever text they later turn up in. Values shorter than 12 bytes are masked only as
+    /// whole tokens, and values under 4 characters not at all ([`MIN_TOKEN_CHARS`]).
     pub fn remember<'a>(&self, secrets: impl IntoIterator<Item = (&'static str, &'a str)>) {
         self.0.remember(secrets);
     }

@@ -446,9 +446,78 @@ fn remembered_values_are_masked_anywhere() {
         redact(&format!("error: {value}")),
         "error: [REDACTED generic-api-key]"
     );
-    // Too short to remember safely.
-    remember([(GENERIC, "abc123")]);
-    assert_eq!(redact("abc123"), "abc123");
+}
+
+/// A remembered value under 12 characters (a short password in a URL) is masked where it
+/// stands as a whole token, and nowhere else.
+#[tokio::test]
+async fn a_short_remembered_value_is_masked_as_a_whole_token() {
+    KnownSecrets::new()
+        .scope(async {
+            let pw = "Pw7x9k";
+            remember(secret_values(&format!(
+                "DATABASE_URL=postgres://app:{pw}@db/app"
+            )));
+            assert_eq!(
+                redact(&format!("the password is {pw}.")),
+                "the password is [REDACTED url-password]."
+            );
+            assert_eq!(
+                redact(&format!("{{\"pw\":\"{pw}\"}}")),
+                "{\"pw\":\"[REDACTED url-password]\"}"
+            );
+            let glued = format!("x{pw} {pw}y {pw}_2");
+            assert_eq!(redact(&glued), glued);
+        })
+        .await;
+}
+
+/// No cap lets a value through: 5,000 generic keys in one diff, every one masked when a lens
+/// echoes it (there was a cap of 4,096, past which values printed in clear).
+#[tokio::test]
+async fn thousands_of_remembered_values_are_all_masked() {
+    KnownSecrets::new()
+        .scope(async {
+            let values: Vec<String> = (0..5_000u64)
+                .map(|i| format!("{}Q7", rand(ALNUM, 30, 10_000 + i)))
+                .collect();
+            let diff: String = values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| format!("+API_KEY_{i} = \"{v}\"\n"))
+                .collect();
+            let found = secret_values(&diff);
+            assert_eq!(found.len(), values.len());
+            remember(found);
+            for v in [&values[0], &values[4_095], &values[4_096], &values[4_999]] {
+                assert_eq!(
+                    redact(&format!("echo {v}")),
+                    "echo [REDACTED generic-api-key]",
+                    "{v}"
+                );
+            }
+            let echoed = values.join(" ");
+            let masked = redact(&echoed);
+            assert_eq!(masked.matches("[REDACTED generic-api-key]").count(), 5_000);
+            assert!(values.iter().all(|v| !masked.contains(v.as_str())));
+        })
+        .await;
+}
+
+/// Two remembered values that overlap in a text are both masked whole: the first one's match
+/// does not hide the second's tail.
+#[tokio::test]
+async fn overlapping_remembered_values_are_each_masked_whole() {
+    KnownSecrets::new()
+        .scope(async {
+            let (left, right) = ("Left0123456789Mid", "MidRight9876543210");
+            remember([(GENERIC, left), (GENERIC, right)]);
+            assert_eq!(
+                redact(&format!("a {left}Right9876543210 b")),
+                "a [REDACTED generic-api-key] b"
+            );
+        })
+        .await;
 }
 
 #[tokio::test]

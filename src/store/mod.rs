@@ -395,35 +395,57 @@ pub(crate) fn to_u64(n: i64) -> u64 {
 
 /// The URL for a message: a password in the user part or the query is replaced by `***`.
 pub fn mask_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return mask_query(url);
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    let authority = match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _password)) => format!("{user}:***@{host}"),
-            None => authority.to_owned(),
-        },
-        None => authority.to_owned(),
-    };
-    format!("{scheme}://{authority}{}", mask_query(tail))
+    let mut out = String::with_capacity(url.len());
+    let mut at = 0;
+    for range in password_ranges(url) {
+        out.push_str(&url[at..range.start]);
+        out.push_str("***");
+        at = range.end;
+    }
+    out.push_str(&url[at..]);
+    out
 }
 
-fn mask_query(s: &str) -> String {
-    let Some((path, query)) = s.split_once('?') else {
-        return s.to_owned();
-    };
-    let pairs: Vec<String> = query
-        .split('&')
-        .map(|pair| match pair.split_once('=') {
-            Some((key, _)) if key.to_ascii_lowercase().contains("password") => {
-                format!("{key}=***")
+/// The passwords a store's URL holds (`user:password@`, `?password=`), as written: what
+/// [`mask_url`] hides, and what `crate::credentials` masks wherever it turns up.
+pub fn url_passwords(url: &str) -> Vec<&str> {
+    password_ranges(url)
+        .into_iter()
+        .map(|r| &url[r])
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+/// Where the passwords of `url` are: the user part's after its `:`, and the value of every
+/// query parameter whose name holds `password` (`password`, `sslpassword`), in order.
+fn password_ranges(url: &str) -> Vec<std::ops::Range<usize>> {
+    let mut ranges = Vec::new();
+    let tail = match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let start = scheme.len() + "://".len();
+            let end = start + rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            if let Some(at) = url[start..end].rfind('@')
+                && let Some(colon) = url[start..start + at].find(':')
+            {
+                ranges.push(start + colon + 1..start + at);
             }
-            _ => pair.to_owned(),
-        })
-        .collect();
-    format!("{path}?{}", pairs.join("&"))
+            end
+        }
+        None => 0,
+    };
+    let Some(q) = url[tail..].find('?') else {
+        return ranges;
+    };
+    let mut at = tail + q + 1;
+    for pair in url[at..].split('&') {
+        if let Some((key, _)) = pair.split_once('=')
+            && key.to_ascii_lowercase().contains("password")
+        {
+            ranges.push(at + key.len() + 1..at + pair.len());
+        }
+        at += pair.len() + 1;
+    }
+    ranges
 }
 
 #[cfg(test)]
@@ -448,5 +470,19 @@ mod tests {
         assert_eq!(mask_url("sqlite://reviewbot.db"), "sqlite://reviewbot.db");
         assert_eq!(mask_url("sqlite::memory:"), "sqlite::memory:");
         assert!(!mask_url("postgres://a:p%40ss@h/x").contains("p%40ss"));
+        assert_eq!(mask_url("x?a=1&PassWord=z"), "x?a=1&PassWord=***");
+    }
+
+    #[test]
+    fn the_passwords_of_a_url_are_what_mask_url_hides() {
+        assert_eq!(
+            url_passwords("postgres://bot:s3cret@db:5432/r?sslpassword=k3y&password=pw9&x=1"),
+            ["s3cret", "k3y", "pw9"]
+        );
+        assert_eq!(url_passwords("postgres://bot:p%40ss@db/r"), ["p%40ss"]);
+        assert!(url_passwords("postgres://bot@db/r?user=bot").is_empty());
+        assert!(url_passwords("postgres://bot:@db/r?password=").is_empty());
+        assert!(url_passwords("sqlite://reviewbot.db").is_empty());
+        assert_eq!(url_passwords("sqlite::memory:?password=abcd"), ["abcd"]);
     }
 }

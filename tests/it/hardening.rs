@@ -337,29 +337,14 @@ fn a_lens_echoing_the_credentials_reviewbot_holds_prints_none_of_them() {
         &json!({"findings": [finding(1, &format!("Token {}", secrets[0]), &all)],
                 "summary": format!("I read {all}")}),
     );
-    let patch = "diff --git a/deploy.env b/deploy.env\nnew file mode 100644\n--- /dev/null\n+++ b/deploy.env\n@@ -0,0 +1 @@\n+x = 1\n";
-    let diff = dir.path().join("x.diff");
-    std::fs::write(&diff, patch).unwrap();
     let evidence = dir.path().join("evidence");
-    for format in ["text", "json", "markdown", "sarif"] {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_reviewbot"));
-        cmd.args(["review", "--diff"])
-            .arg(&diff)
-            .args(["--config", &cfg, "--format", format, "--evidence"])
-            .arg(&evidence)
-            .current_dir(dir.path())
-            .env_remove("REVIEWBOT_CONFIG")
-            .env_remove("GITHUB_ACTIONS")
-            .env_remove("CODEX_HOME")
-            .env_remove("CLAUDE_CONFIG_DIR")
-            .env("HOME", &home)
-            .env("RUST_LOG", "debug");
-        for (k, v) in &vars {
-            cmd.env(k, v);
-        }
-        let o = cmd.output().unwrap();
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-        let printed = format!("{}{}", stdout(&o), stderr(&o));
+    let args = [
+        "--config".as_ref(),
+        cfg.as_ref(),
+        "--evidence".as_ref(),
+        evidence.as_os_str(),
+    ];
+    for (format, printed) in review_in_every_format(dir.path(), &args, &home, &vars) {
         assert_no_secret(format, &printed, &secrets);
         assert!(printed.contains("[REDACTED credential]"), "{printed}");
     }
@@ -370,4 +355,124 @@ fn a_lens_echoing_the_credentials_reviewbot_holds_prints_none_of_them() {
             assert_no_secret(&path.display().to_string(), &text, &secrets);
         }
     }
+}
+
+/// The forms the list of credentials missed, through the binary: `CODEX_API_KEY`,
+/// `ANTHROPIC_AUTH_TOKEN`, a variable the operator passes to a `command` lens, values under 12
+/// characters, the store's passwords (`user:password@` and `?password=`), and the GitHub token
+/// base64-encoded in the checkout's `.git/config` as `actions/checkout` writes it, which the
+/// lens reads and quotes.
+#[test]
+fn a_lens_quoting_every_form_of_a_credential_prints_none_of_them() {
+    use base64::Engine;
+    let dir = tempfile::tempdir().unwrap();
+    let token = format!("ghtok-{}", rand(ALNUM, 30, 41));
+    let b64 = base64::engine::general_purpose::STANDARD.encode(token.as_bytes());
+    let (db_user_pw, db_query_pw) = (rand(ALNUM, 9, 42), rand(ALNUM, 10, 43));
+    let vars: Vec<(&str, String)> = vec![
+        ("GITHUB_TOKEN", token.clone()),
+        ("CODEX_API_KEY", format!("cx-{}", rand(ALNUM, 20, 44))),
+        (
+            "ANTHROPIC_AUTH_TOKEN",
+            format!("bearer-{}", rand(ALNUM, 20, 45)),
+        ),
+        ("REVIEWBOT_WEBHOOK_SECRET", rand(ALNUM, 8, 46)),
+        (
+            "REVIEWBOT_DATABASE_URL",
+            format!("postgres://bot:{db_user_pw}@db.internal/r?password={db_query_pw}"),
+        ),
+        ("MY_LENS_KEY", rand(ALNUM, 10, 47)),
+    ];
+    let checkout = dir.path().join("checkout");
+    std::fs::create_dir_all(checkout.join(".git")).unwrap();
+    std::fs::write(
+        checkout.join(".git/config"),
+        format!(
+            "[http \"https://github.com/\"]\n\textraheader = AUTHORIZATION: basic {}\n",
+            base64::engine::general_purpose::STANDARD
+                .encode(format!("x-access-token:{token}").as_bytes())
+        ),
+    )
+    .unwrap();
+    std::fs::write(checkout.join("deploy.env"), "x = 1\n").unwrap();
+    let quoted: Vec<&str> = vars[1..5]
+        .iter()
+        .map(|(_, v)| v.as_str())
+        .chain([db_user_pw.as_str(), db_query_pw.as_str()])
+        .collect();
+    // The lens reads the header from the checkout and its own key from its environment.
+    let script = dir.path().join("quote.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncat >/dev/null\nheader=$(grep extraheader .git/config | tr -d '\\t')\nprintf '{{\"findings\":[{{\"path\":\"deploy.env\",\"line\":1,\"start_line\":null,\"side\":\"RIGHT\",\"severity\":\"advisory\",\"confidence\":\"medium\",\"title\":\"Found {}\",\"body\":\"%s; lenskey=%s; {}\"}}],\"summary\":\"I read %s\"}}\\n' \"$header\" \"$MY_LENS_KEY\" \"$header\"\n",
+            quoted[0],
+            quoted.join(" and ")
+        ),
+    )
+    .unwrap();
+    make_executable(&script);
+    let cfg = config(
+        dir.path(),
+        &format!(
+            "[[lens]]\nname = \"quote\"\nbackend = \"command\"\nbin = \"{}\"\nenv = [\"MY_LENS_KEY\"]\n",
+            script.display()
+        ),
+    );
+    let mut secrets: Vec<String> = vars.iter().map(|(_, v)| v.clone()).collect();
+    secrets.extend([db_user_pw.clone(), db_query_pw.clone(), b64]);
+    let args = [
+        "--config".as_ref(),
+        cfg.as_ref(),
+        "--checkout".as_ref(),
+        checkout.as_os_str(),
+    ];
+    for (format, printed) in review_in_every_format(dir.path(), &args, dir.path(), &vars) {
+        assert_no_secret(format, &printed, &secrets);
+        // The lens was given its key, and it was masked.
+        assert!(
+            printed.contains("lenskey=[REDACTED credential]"),
+            "{printed}"
+        );
+        assert!(
+            printed.contains("AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46[REDACTED credential]"),
+            "{printed}"
+        );
+    }
+}
+
+/// `review --diff` of a one-line `deploy.env` in each format, run in `dir` with `args`, `home`
+/// and `vars` (and no login but what `home` holds): what each printed, stdout then stderr.
+fn review_in_every_format(
+    dir: &Path,
+    args: &[&std::ffi::OsStr],
+    home: &Path,
+    vars: &[(&str, String)],
+) -> Vec<(&'static str, String)> {
+    let patch = "diff --git a/deploy.env b/deploy.env\nnew file mode 100644\n--- /dev/null\n+++ b/deploy.env\n@@ -0,0 +1 @@\n+x = 1\n";
+    let diff = dir.join("x.diff");
+    std::fs::write(&diff, patch).unwrap();
+    ["text", "json", "markdown", "sarif"]
+        .into_iter()
+        .map(|format| {
+            let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_reviewbot"));
+            cmd.args(["review", "--diff"])
+                .arg(&diff)
+                .args(["--format", format])
+                .args(args)
+                .current_dir(dir)
+                .env_remove("REVIEWBOT_CONFIG")
+                .env_remove("GITHUB_ACTIONS")
+                .env_remove("CODEX_HOME")
+                .env_remove("CLAUDE_CONFIG_DIR")
+                .env("HOME", home)
+                .env("RUST_LOG", "debug");
+            for (k, v) in vars {
+                cmd.env(k, v);
+            }
+            let o = cmd.output().unwrap();
+            assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+            (format, format!("{}{}", stdout(&o), stderr(&o)))
+        })
+        .collect()
 }
