@@ -245,6 +245,9 @@ pub struct ContextConfig {
     pub max_snapshot_files: u64,
     /// Most tool calls of one lens call (API lenses' tool loop, CLI lenses' turns).
     pub max_tool_calls: u32,
+    /// Most input tokens one API lens call's tool loop may send over all its turns; past it the
+    /// lens is asked for its final answer.
+    pub max_call_tokens: u64,
 }
 
 impl Default for ContextConfig {
@@ -254,6 +257,7 @@ impl Default for ContextConfig {
             max_snapshot: 500_000_000,
             max_snapshot_files: 100_000,
             max_tool_calls: 40,
+            max_call_tokens: crate::lens::tools::DEFAULT_MAX_CALL_TOKENS,
         }
     }
 }
@@ -468,6 +472,9 @@ impl Config {
         }
         if self.context.max_snapshot_files == 0 {
             return Err(("max_snapshot_files".into(), "must be at least 1".into()));
+        }
+        if self.context.max_call_tokens == 0 {
+            return Err(("max_call_tokens".into(), "must be at least 1".into()));
         }
         if self.context.max_tool_calls == 0 {
             return Err(("max_tool_calls".into(), "must be at least 1".into()));

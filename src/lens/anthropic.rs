@@ -20,7 +20,7 @@ use super::http::{
     self, ANTHROPIC_VARS, ApiEnv, CallError, DEFAULT_MAX_OUTPUT_TOKENS, EnvVars, RetryPolicy,
 };
 use super::preflight::PreflightEnv;
-use super::tools::{DEFAULT_MAX_TOOL_CALLS, ToolDef, ToolResult};
+use super::tools::{ToolCaps, ToolDef, ToolResult};
 use super::{Answer, BackendKind, Failure, LensRequest, LensSpec, Usage};
 use crate::lens::contract::{LensResponse, response_schema};
 
@@ -225,7 +225,7 @@ pub async fn run_with_policy(
     env: &ApiEnv,
     policy: &RetryPolicy,
 ) -> Result<Answer, Failure> {
-    api::call_with::<Anthropic>(spec, model, req, env, policy, DEFAULT_MAX_TOOL_CALLS).await
+    api::call_with::<Anthropic>(spec, model, req, env, policy, ToolCaps::default()).await
 }
 
 /// A 400 that names the structured-output field: an older model or a proxy that does not

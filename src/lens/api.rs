@@ -12,7 +12,9 @@ use super::backend::{Backend, CallEnv, Pending, Runs};
 use super::http::{self, ApiEnv, Call, CallError, EnvVars, RetryPolicy, origin_of};
 use super::preflight::{Check, PreflightEnv};
 use super::process::timed_out;
-use super::tools::{RepoTools, ToolBudget, ToolDef, ToolLimits, ToolResult, ToolSession};
+use super::tools::{
+    RepoTools, TOKENS_SPENT, ToolBudget, ToolCaps, ToolDef, ToolLimits, ToolResult, ToolSession,
+};
 use super::{Answer, AuthClass, BackendKind, Failure, FailureKind, LensRequest, LensSpec, Usage};
 use crate::plan::{schema_given, with_repository};
 use crate::render::notice::no_tool_support;
@@ -161,21 +163,25 @@ pub(crate) async fn call<V: ApiVendor>(
         req,
         V::api_env(&env),
         env.retry,
-        env.max_tool_calls,
+        ToolCaps {
+            max_tool_calls: env.max_tool_calls,
+            max_call_tokens: env.max_call_tokens,
+        },
     )
     .await
 }
 
 /// One call with `model`, against the API in `api`, retrying under `policy`, reading the
-/// snapshot through the repository tools when the request has one (at most `max_tool_calls`).
+/// snapshot through the repository tools when the request has one, within `caps`.
 pub(crate) async fn call_with<V: ApiVendor>(
     spec: &LensSpec,
     model: &str,
     req: &LensRequest,
     api: &ApiEnv,
     policy: &RetryPolicy,
-    max_tool_calls: u32,
+    caps: ToolCaps,
 ) -> Result<Answer, Failure> {
+    let max_tool_calls = caps.max_tool_calls;
     let Some(key) = api.key() else {
         return Err(Failure::fatal(format!("{} is not set", V::VARS.key)));
     };
@@ -234,9 +240,12 @@ pub(crate) async fn call_with<V: ApiVendor>(
     let max_turns = max_tool_calls.saturating_add(2);
     let timeout = || Failure::new(FailureKind::Timeout, timed_out(spec.timeout));
     let mut turns = 0;
+    // Past `max_call_tokens` of input, the calls asked are answered "give your final answer"
+    // and no tools are offered again.
+    let mut tokens_spent = false;
     let body = loop {
         turns += 1;
-        let offer = session.is_some() && turns <= max_turns;
+        let offer = session.is_some() && turns <= max_turns && !tokens_spent;
         let tools = offer.then_some(defs.as_slice());
         let bytes = V::body(spec, model, &messages, structured, tools)?;
         let sent = match session.is_some() {
@@ -269,6 +278,17 @@ pub(crate) async fn call_with<V: ApiVendor>(
             break body;
         };
         add_usage(&mut usage, turn.usage);
+        tokens_spent = usage.is_some_and(|u| u.input_tokens >= caps.max_call_tokens);
+        if tokens_spent {
+            let results = turn
+                .calls
+                .iter()
+                .map(|_| ToolResult::error(TOKENS_SPENT))
+                .collect();
+            session = Some(open);
+            V::push_results(&mut messages, turn, results);
+            continue;
+        }
         let calls = turn.calls.clone();
         // The tools read files: off the async workers. A blocking thread cannot be stopped
         // from here: at the deadline this call stops waiting, and `_stop_tools` stops the work.

@@ -29,6 +29,9 @@ pub struct CallEnv<'a> {
     /// Tool calls a model lens may make per call reading the snapshot (`[context]
     /// max_tool_calls`): the API tool loop's cap, the CLIs' turns.
     pub max_tool_calls: u32,
+    /// Input tokens one API lens call's tool loop may send over all its turns (`[context]
+    /// max_call_tokens`).
+    pub max_call_tokens: u64,
 }
 
 /// How a backend runs, which decides how the panel waits for it and retries it.

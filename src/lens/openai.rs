@@ -21,7 +21,7 @@ use super::http::{
     self, ApiEnv, CallError, DEFAULT_MAX_OUTPUT_TOKENS, EnvVars, OPENAI_VARS, RetryPolicy,
 };
 use super::preflight::PreflightEnv;
-use super::tools::{DEFAULT_MAX_TOOL_CALLS, ToolDef, ToolResult};
+use super::tools::{ToolCaps, ToolDef, ToolResult};
 use super::{Answer, BackendKind, Failure, LensRequest, LensSpec, Usage};
 use crate::lens::contract::{LensResponse, response_schema};
 
@@ -241,7 +241,7 @@ pub async fn run_with_policy(
     env: &ApiEnv,
     policy: &RetryPolicy,
 ) -> Result<Answer, Failure> {
-    api::call_with::<Openai>(spec, model, req, env, policy, DEFAULT_MAX_TOOL_CALLS).await
+    api::call_with::<Openai>(spec, model, req, env, policy, ToolCaps::default()).await
 }
 
 /// A 400 or 422 about `response_format`: a server or model without JSON-schema output

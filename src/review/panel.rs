@@ -134,6 +134,8 @@ pub struct Panel {
     /// Tool calls a model lens may make per call reading the snapshot (`[context]
     /// max_tool_calls`).
     pub max_tool_calls: u32,
+    /// Input tokens one API lens call's tool loop may send (`[context] max_call_tokens`).
+    pub max_call_tokens: u64,
 }
 
 impl Panel {
@@ -149,6 +151,7 @@ impl Panel {
             notices: Arc::new(|line: &str| eprintln!("{}", crate::redact::redact(line))),
             evidence: None,
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
+            max_call_tokens: crate::lens::tools::DEFAULT_MAX_CALL_TOKENS,
         }
     }
 
@@ -536,6 +539,7 @@ impl Shared {
             openai: &self.panel.openai,
             retry: &self.panel.retry,
             max_tool_calls: self.panel.max_tool_calls,
+            max_call_tokens: self.panel.max_call_tokens,
         };
         let work = b.call(&spec, req, env);
         let bound = b.call_bound(spec.timeout, &self.panel.retry);
@@ -901,6 +905,7 @@ mod tests {
             }),
             evidence: None,
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
+            max_call_tokens: crate::lens::tools::DEFAULT_MAX_CALL_TOKENS,
         };
         (panel, notices)
     }

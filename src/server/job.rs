@@ -41,6 +41,7 @@ impl FlowRunner {
         let slots = SubscriptionSlots::new(config.limits.subscription_concurrency);
         let mut panel = Panel::from_env(slots.clone(), true);
         panel.max_tool_calls = config.context.max_tool_calls;
+        panel.max_call_tokens = config.context.max_call_tokens;
         // The billing warning and other panel notices go to the log, not a terminal.
         panel.notices = Arc::new(|line: &str| tracing::warn!("{line}"));
         // Only reviewbot's own reviews count as rounds: set once, not per job.

@@ -214,7 +214,10 @@ async fn a_model_that_keeps_calling_tools_is_stopped_by_the_budget() {
         &request(Some(&snap.root)),
         &env(fake.v1_url()),
         &fast_policy(),
-        max_tool_calls,
+        ToolCaps {
+            max_tool_calls,
+            ..ToolCaps::default()
+        },
     )
     .await
     .expect("an answer once the tools are withdrawn");
@@ -234,6 +237,59 @@ async fn a_model_that_keeps_calling_tools_is_stopped_by_the_budget() {
     assert_eq!(answer.response.findings.len(), 1);
 }
 
+/// Each turn resends the conversation: once the turns' input tokens reach `max_call_tokens`,
+/// the calls asked are answered "give your final answer", none runs, and no tools are offered.
+#[tokio::test]
+async fn a_tool_loop_past_its_input_tokens_is_asked_for_the_final_answer() {
+    let snap = snapshot();
+    let list = |id: &str| Scripted::new(id, "list_files", json!({"path": null}));
+    // `turns` turns of one call each, then the answer.
+    let run = |max_call_tokens: u64, turns: usize| {
+        let snap = &snap;
+        async move {
+            let mut script: Vec<Turn> = (0..turns)
+                .map(|t| Turn::calls([list(&format!("a{t}"))]))
+                .collect();
+            script.push(Turn::text(LENS_JSON));
+            let fake = FakeModel::start(script);
+            let answer = call_with::<Openai>(
+                &spec(BackendKind::Openai),
+                "model-1",
+                &request(Some(&snap.root)),
+                &env(fake.v1_url()),
+                &fast_policy(),
+                ToolCaps {
+                    max_call_tokens,
+                    ..ToolCaps::default()
+                },
+            )
+            .await
+            .expect("an answer");
+            (answer, fake)
+        }
+    };
+    // The first turn alone sends more than 10 tokens: its call is told to answer.
+    let (answer, fake) = run(10, 1).await;
+    let results = fake.tool_results();
+    assert!(!results.is_empty());
+    assert!(
+        results.iter().all(|r| r.text.contains(TOKENS_SPENT)),
+        "{results:?}"
+    );
+    assert_eq!(answer.tool_calls, Some(0), "no tool ran");
+    assert!(fake.model_requests().last().expect("last").tools.is_empty());
+    assert_eq!(answer.response.findings.len(), 1);
+    // Within the default, both calls run.
+    let (answer, fake) = run(crate::lens::tools::DEFAULT_MAX_CALL_TOKENS, 2).await;
+    assert_eq!(answer.tool_calls, Some(2));
+    assert!(
+        !fake
+            .tool_results()
+            .iter()
+            .any(|r| r.text.contains(TOKENS_SPENT))
+    );
+}
+
 #[tokio::test]
 async fn a_server_without_tools_reviews_the_diff_alone_and_says_so() {
     let snap = snapshot();
@@ -250,7 +306,7 @@ async fn a_server_without_tools_reviews_the_diff_alone_and_says_so() {
         &request(Some(&snap.root)),
         &env(format!("{}/v1", server.base)),
         &fast_policy(),
-        40,
+        ToolCaps::default(),
     )
     .await
     .expect("answer");
@@ -382,7 +438,7 @@ async fn a_costly_tool_call_ends_with_the_lens_timeout() {
     spec.timeout = Duration::from_secs(1);
     let (req, env, policy) = (request(Some(&snap.root)), env(fake.v1_url()), fast_policy());
     let started = std::time::Instant::now();
-    let call = call_with::<Openai>(&spec, "model-1", &req, &env, &policy, 40);
+    let call = call_with::<Openai>(&spec, "model-1", &req, &env, &policy, ToolCaps::default());
     let result = tokio::time::timeout(Duration::from_secs(20), call)
         .await
         .expect("the lens outlived its timeout by far");

@@ -35,6 +35,30 @@ pub const LIST_FILES: &str = "list_files";
 /// `[context] max_tool_calls` when the config does not say.
 pub const DEFAULT_MAX_TOOL_CALLS: u32 = 40;
 
+/// Most input tokens one lens call's tool loop may send, all its turns together (`[context]
+/// max_call_tokens`): each turn resends the conversation so far, so the sum grows with the
+/// square of the turns.
+pub const DEFAULT_MAX_CALL_TOKENS: u64 = 600_000;
+
+/// What one API lens call's tool loop may spend: tool calls, and input tokens over all turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolCaps {
+    pub max_tool_calls: u32,
+    pub max_call_tokens: u64,
+}
+
+impl Default for ToolCaps {
+    fn default() -> Self {
+        ToolCaps {
+            max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
+            max_call_tokens: DEFAULT_MAX_CALL_TOKENS,
+        }
+    }
+}
+
+/// What a tool call gets once its lens call has sent `max_call_tokens`.
+pub const TOKENS_SPENT: &str = "token budget of this review spent; give your final answer now";
+
 /// What a call answers once the budget is spent.
 pub const BUDGET_SPENT: &str = "tool budget spent; give your final answer now";
 
@@ -243,7 +267,7 @@ impl ToolResult {
         }
     }
 
-    fn error(content: impl Into<String>) -> Self {
+    pub(crate) fn error(content: impl Into<String>) -> Self {
         let content = content.into();
         ToolResult {
             bytes: content.len(),
