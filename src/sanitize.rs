@@ -156,18 +156,24 @@ fn drop_hidden_chars(text: &str) -> Cow<'_, str> {
 /// Whether an entity stands for a hidden character (or none at all).
 fn hidden_entity(entity: &str) -> bool {
     let body = &entity[1..entity.len() - 1];
-    let Some(num) = body.strip_prefix('#') else {
+    if !body.starts_with('#') {
         // Every named entity the pattern lists is invisible.
         return true;
-    };
+    }
+    match numeric_entity(body) {
+        Some(c) => unicode::is_hidden(c) || (c.is_control() && !matches!(c, '\t' | '\n' | '\r')),
+        None => true,
+    }
+}
+
+/// The character a numeric entity's body (`#64`, `#x40`, between `&` and `;`) stands for.
+pub(crate) fn numeric_entity(body: &str) -> Option<char> {
+    let num = body.strip_prefix('#')?;
     let code = match num.strip_prefix(['x', 'X']) {
         Some(hex) => u32::from_str_radix(hex, 16),
         None => num.parse::<u32>(),
     };
-    match code.ok().and_then(char::from_u32) {
-        Some(c) => unicode::is_hidden(c) || (c.is_control() && !matches!(c, '\t' | '\n' | '\r')),
-        None => true,
-    }
+    code.ok().and_then(char::from_u32)
 }
 
 /// The last resort for input built to outlast every pass: the characters markup is made of

@@ -336,6 +336,10 @@ mod tests {
         assert!(got[0].title.ends_with('…'), "{}", got[0].title);
         assert_eq!(got[1].path, "src/d.rs");
         assert_eq!(got[1].annotation_level, AnnotationLevel::Failure);
-        assert!(got[1].message.contains("`@octocat`"), "{}", got[1].message);
+        assert!(
+            got[1].message.contains("ask ＠octocat."),
+            "{}",
+            got[1].message
+        );
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::github::model::RepoName;
 use crate::ids::{HeadSha, LensName};
-use crate::render::{clean, clean_code};
+use crate::render::{clean_code, disarm, mask};
 use crate::review::Verdict;
 use crate::review::markers::{Outcome, ReplyMarker};
 use crate::store::Learning;
@@ -37,8 +37,10 @@ pub fn answer(
         Outcome::Addressed => "Addressed.",
     };
     // Cleaning can leave runs of blank lines where hidden text was: one blank line is enough.
+    // Masked, cut, then disarmed as it will be read: a cut through a code span could free a
+    // mention.
     let said = said
-        .map(clean)
+        .map(mask)
         .map(|s| {
             s.split("\n\n")
                 .map(str::trim)
@@ -48,10 +50,10 @@ pub fn answer(
         })
         .filter(|s| !s.is_empty());
     let said = match said {
-        Some(text) => match text.char_indices().nth(MAX_ANSWER_CHARS) {
+        Some(text) => disarm::prose(&match text.char_indices().nth(MAX_ANSWER_CHARS) {
             Some((cut, _)) => format!("{}… (truncated)", &text[..cut]),
             None => text,
-        },
+        }),
         None => match marker.outcome {
             Outcome::Holds => "The lens raised this finding again on the current code.".to_owned(),
             _ => "The lens did not raise this finding again on the current code.".to_owned(),

@@ -4,7 +4,8 @@
 use std::fmt::Write;
 
 use crate::render::{
-    clean, failed_lenses, not_reviewed_reason, place, reviewers, severity_word, verdict_line,
+    code_path, disarm, failed_lenses, mask, not_reviewed_reason, place, reviewers, severity_word,
+    verdict_line,
 };
 use crate::review::Report;
 use crate::review::finding::Finding;
@@ -98,8 +99,8 @@ pub fn body(report: &Report, opts: &BodyOptions<'_>) -> String {
         for n in &report.not_reviewed {
             let _ = writeln!(
                 tail,
-                "- `{}` ({})",
-                clean(&n.path),
+                "- {} ({})",
+                code_path(&n.path),
                 not_reviewed_reason(n.reason)
             );
         }
@@ -188,7 +189,8 @@ fn marker(report: &Report, opts: &BodyOptions<'_>) -> Option<String> {
 }
 
 /// Each answering lens's summary — what it checked and what it could not — as
-/// `**<lens>:** <summary>`, cleaned like every lens text and capped.
+/// `**<lens>:** <summary>`, cleaned like every lens text and capped: masked, cut, made one
+/// paragraph, then disarmed as it will be read.
 fn summaries(report: &Report) -> String {
     let mut out = String::new();
     for p in &report.lenses {
@@ -200,14 +202,14 @@ fn summaries(report: &Report) -> String {
         else {
             continue;
         };
-        let text = clean(summary);
+        let text = mask(summary);
         let text = match text.char_indices().nth(MAX_SUMMARY_CHARS) {
             Some((cut, _)) => format!("{}… (truncated)", &text[..cut]),
             None => text,
         };
         // One paragraph per lens: its own blank lines would split it from its name.
         let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-        let _ = writeln!(out, "**{}:** {text}\n", p.lens);
+        let _ = writeln!(out, "**{}:** {}\n", p.lens, disarm::prose(&text));
     }
     out
 }
@@ -236,10 +238,10 @@ fn list(out: &mut String, heading: &str, findings: &[&Finding], room: &mut usize
     let _ = writeln!(out, "{heading}");
     for (i, f) in findings.iter().enumerate() {
         let item = format!(
-            "- **{}.** {} (`{}`; {} confidence) {}\n",
+            "- **{}.** {} ({}; {} confidence) {}\n",
             severity_word(f.severity),
             title(f),
-            clean(&place(&f.path, f.start_line, f.line, f.side)),
+            code_path(&place(&f.path, f.start_line, f.line, f.side)),
             f.confidence.as_str(),
             markers::finding(&f.fingerprint)
         );
@@ -261,14 +263,19 @@ fn list(out: &mut String, heading: &str, findings: &[&Finding], room: &mut usize
 
 /// A line comment: severity, title and body, confidence and lenses, and its hidden marker.
 /// The title is one line of at most [`MAX_TITLE_CHARS`], the body at most
-/// [`MAX_COMMENT_BODY_CHARS`] (then "(truncated)").
+/// [`MAX_COMMENT_BODY_CHARS`] (then "(truncated)"). Title and body share a paragraph, so they
+/// are disarmed together: a backtick the title leaves open pairs with one in the body.
 pub fn comment(f: &Finding) -> String {
     let lenses: Vec<&str> = f.lenses.iter().map(|l| l.as_str()).collect();
+    let text = format!(
+        "{}. {}",
+        masked_title(f),
+        truncate(&mask(f.body.trim()), MAX_COMMENT_BODY_CHARS)
+    );
     format!(
-        "**{}.** {}. {}\n\n{}({} confidence · {})\n{}",
+        "**{}.** {}\n\n{}({} confidence · {})\n{}",
         severity_word(f.severity),
-        title(f),
-        truncate(&clean(f.body.trim()), MAX_COMMENT_BODY_CHARS),
+        disarm::prose(&text),
         suggestion_block(f),
         f.confidence.as_str(),
         lenses.join(", "),
@@ -302,11 +309,16 @@ pub fn suggestion_is_clean(text: &str) -> bool {
 
 /// A finding's title, cleaned, on one line, capped.
 pub(crate) fn title(f: &Finding) -> String {
+    disarm::prose(&masked_title(f))
+}
+
+/// A finding's title on one line, masked and capped, not yet disarmed.
+fn masked_title(f: &Finding) -> String {
     let one_line = crate::sanitize::sanitize_line(f.title.trim().trim_end_matches('.'));
-    let clean = clean(&one_line);
-    match clean.char_indices().nth(MAX_TITLE_CHARS) {
-        Some((cut, _)) => format!("{} …", clean[..cut].trim_end()),
-        None => clean,
+    let masked = mask(&one_line);
+    match masked.char_indices().nth(MAX_TITLE_CHARS) {
+        Some((cut, _)) => format!("{} …", masked[..cut].trim_end()),
+        None => masked,
     }
 }
 
@@ -355,8 +367,8 @@ pub fn render(report: &Report, opts: &BodyOptions<'_>) -> String {
         };
         let _ = write!(
             out,
-            "\n---\n\n{where_} `{}`\n\n{}\n",
-            clean(&place(&f.path, f.start_line, f.line, f.side)),
+            "\n---\n\n{where_} {}\n\n{}\n",
+            code_path(&place(&f.path, f.start_line, f.line, f.side)),
             comment(f)
         );
     }

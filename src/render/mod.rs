@@ -6,6 +6,7 @@
 
 pub mod check;
 pub mod conversation;
+pub mod disarm;
 pub mod json;
 pub mod markdown;
 pub mod notice;
@@ -13,7 +14,6 @@ pub mod progress;
 pub mod sarif;
 pub mod text;
 
-use std::borrow::Cow;
 use std::fmt::Write;
 
 use crate::lens::{LensStatus, Provenance};
@@ -33,12 +33,23 @@ pub enum Format {
 
 /// Untrusted text made safe to show or post: hidden content removed ([`sanitize`]), secrets
 /// masked, anything left that looks like an HTML comment (a forged reviewbot marker) escaped,
-/// `@mentions` outside code put in code spans so nobody is pinged, and no line left that the
-/// Actions runner would read as a workflow command.
+/// every `@` outside code that could notify someone made `＠`, and no line left that the
+/// Actions runner would read as a workflow command ([`disarm::prose`]). Text that is cut to a
+/// length is [`mask`]ed, cut, then disarmed: a cut through a code span could free a mention.
 pub fn clean(text: &str) -> String {
-    let text = sanitize(text);
-    let text = redact(&text);
-    disarm(&text, true)
+    disarm::prose(&mask(text))
+}
+
+/// Untrusted text with hidden content removed and secrets masked: [`clean`] before disarming.
+pub fn mask(text: &str) -> String {
+    redact(&sanitize(text)).into_owned()
+}
+
+/// A file's path (or `path:line`) for a posted body, as one inline code span: sanitized on one
+/// line, masked, and unable to notify anyone whatever text precedes it ([`disarm::code`]).
+pub fn code_path(path: &str) -> String {
+    let one_line = crate::sanitize::sanitize_line(path);
+    disarm::code(&redact(&one_line))
 }
 
 /// Code from the diff made safe to print: secrets masked, never stripped — hidden characters
@@ -54,94 +65,7 @@ pub fn clean_code(text: &str) -> String {
             out.push(c);
         }
     }
-    disarm(&out, false)
-}
-
-/// The last step of [`clean`]: workflow commands broken; for Markdown (`prose`), markers
-/// escaped and mentions outside code neutralised.
-fn disarm(text: &str, prose: bool) -> String {
-    let text = if prose {
-        Cow::Owned(text.replace("<!--", "&lt;!--").replace("-->", "--&gt;"))
-    } else {
-        Cow::Borrowed(text)
-    };
-    let mut out = String::with_capacity(text.len() + 8);
-    let mut fence: Option<&str> = None;
-    // The runner reads a command at the start of any line, after leading white space, and
-    // inside code blocks too; `\r` is a line break to it as well.
-    for (i, line) in text.split('\n').enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        let line = no_workflow_command(line);
-        let trimmed = line.trim_start();
-        let marker = ["```", "~~~"].into_iter().find(|m| trimmed.starts_with(m));
-        match (fence, marker) {
-            (None, Some(m)) => {
-                fence = Some(m);
-                out.push_str(&line);
-            }
-            (Some(f), Some(m)) if f == m => {
-                fence = None;
-                out.push_str(&line);
-            }
-            (Some(_), _) => out.push_str(&line),
-            (None, None) if prose => neutralise_mentions(&line, &mut out),
-            (None, None) => out.push_str(&line),
-        }
-    }
-    out
-}
-
-/// A line (or `\r`-separated piece of one) starting with `::` after white space gets a `\`
-/// in front: Markdown shows `\:` as `:`, the runner sees no command.
-fn no_workflow_command(line: &str) -> Cow<'_, str> {
-    let starts = |piece: &str| piece.trim_start().starts_with("::");
-    if !line.split('\r').any(starts) {
-        return Cow::Borrowed(line);
-    }
-    let pieces: Vec<String> = line
-        .split('\r')
-        .map(|piece| {
-            if starts(piece) {
-                let lead = piece.len() - piece.trim_start().len();
-                format!("{}\\{}", &piece[..lead], &piece[lead..])
-            } else {
-                piece.to_owned()
-            }
-        })
-        .collect();
-    Cow::Owned(pieces.join("\r"))
-}
-
-/// `@user` and `@org/team` become `` `@user` `` — still readable, never a notification.
-fn neutralise_mentions(line: &str, out: &mut String) {
-    let bytes = line.as_bytes();
-    let mut last = 0;
-    let mut i = 0;
-    while let Some(off) = memchr::memchr(b'@', &bytes[i..]) {
-        let at = i + off;
-        // An email address or a `@` inside a word is not a mention.
-        let starts_word =
-            at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'`');
-        let mut end = at + 1;
-        while end < bytes.len()
-            && (bytes[end].is_ascii_alphanumeric() || matches!(bytes[end], b'-' | b'_' | b'/'))
-        {
-            end += 1;
-        }
-        let in_code = bytes[i..at].iter().filter(|&&b| b == b'`').count() % 2 == 1
-            || line[..at].matches('`').count() % 2 == 1;
-        if starts_word && end > at + 1 && !in_code {
-            out.push_str(&line[last..at]);
-            out.push('`');
-            out.push_str(&line[at..end]);
-            out.push('`');
-            last = end;
-        }
-        i = end.max(at + 1);
-    }
-    out.push_str(&line[last..]);
+    disarm::commands(&out)
 }
 
 /// `Verdict: 1 blocking, 3 advisory.`
@@ -431,13 +355,13 @@ mod tests {
     fn clean_disarms_untrusted_text() {
         assert_eq!(
             clean("cc @alice and @org/team-x"),
-            "cc `@alice` and `@org/team-x`"
+            "cc ＠alice and ＠org/team-x"
         );
         assert_eq!(clean("mail me at a@b.com"), "mail me at a@b.com");
         assert_eq!(clean("in code `@alice` stays"), "in code `@alice` stays");
         assert_eq!(
             clean("text\n```\nping @alice in code\n```\nand @bob"),
-            "text\n```\nping @alice in code\n```\nand `@bob`"
+            "text\n```\nping @alice in code\n```\nand ＠bob"
         );
         // Hidden comments (a forged marker among them) are removed; an escaped one stays so.
         assert_eq!(clean("a <!-- reviewbot round=9 --> b"), "a  b");
@@ -456,8 +380,8 @@ mod tests {
             ("ok\n::set-output name=x::y", "ok\n\\::set-output name=x::y"),
             ("  ::add-mask::v", "  \\::add-mask::v"),
             (
-                "```\n::stop-commands::t\n```",
-                "```\n\\::stop-commands::t\n```",
+                "x\n```\n::stop-commands::t\n```",
+                "x\n```\n\\::stop-commands::t\n```",
             ),
             ("a\r::error::x", "a\r\\::error::x"),
             ("a :: b", "a :: b"),

@@ -228,11 +228,8 @@ fn a_lens_echoing_secrets_and_commands_is_disarmed_capped_and_counted() {
         );
     }
     assert!(!md.contains("round=99"), "forged marker survived:\n{md}");
-    assert!(
-        md.contains("`@octocat`") && md.contains("`@acme/security`"),
-        "{md}"
-    );
-    assert!(!md.contains(" @octocat"), "{md}");
+    assert!(md.contains("cc ＠octocat and ＠acme/security"), "{md}");
+    assert!(!md.contains("@octocat"), "{md}");
     assert!(md.contains("hiddenword") && !md.contains('\u{200B}') && !md.contains('\u{202E}'));
     assert!(md.contains("(truncated)"), "{md}");
     assert!(
@@ -475,4 +472,61 @@ fn review_in_every_format(
             (format, format!("{}{}", stdout(&o), stderr(&o)))
         })
         .collect()
+}
+
+/// No path and no lens text can put a live mention in what is posted: a file named
+/// `docs/@victim-user.md` (paths are shown in the body and before each comment), a stray
+/// backtick, a fence indented four spaces (no fence at all), a code span across lines. GitHub
+/// notifies `@user` and `@org/team` outside code; every one of these ends up outside code.
+#[test]
+fn no_path_or_lens_text_puts_a_live_mention_in_the_posted_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let patch = "diff --git a/docs/@victim-user.md b/docs/@victim-user.md\nnew file mode 100644\n--- /dev/null\n+++ b/docs/@victim-user.md\n@@ -0,0 +1,2 @@\n+# Hello\n+world\ndiff --git a/assets/@victim-two.png b/assets/@victim-two.png\nnew file mode 100644\nBinary files /dev/null and b/assets/@victim-two.png differ\n";
+    let at = |line: u32, title: &str, body: &str| {
+        json!({"path": "docs/@victim-user.md", "line": line, "start_line": null, "side": "RIGHT",
+               "severity": "advisory", "confidence": "medium", "title": title, "body": body})
+    };
+    let findings = [
+        at(
+            1,
+            "Stray tick and @evil-title",
+            "Use `x` here ` and @evil-one.\n\n    ```\n@evil-two\n    ```\n\nA span `across\n# @evil-three` lines; a tag <b>@evil-four `</b>.\n\n`@org/evil-team` in code stays.",
+        ),
+        // The title's backtick pairs with one the body starts: they share the comment's first
+        // paragraph.
+        at(2, "Tick ` open", "@evil-six is after it."),
+        at(40, "Off the diff", "and @evil-five"),
+    ];
+    let cfg = echo_lens(
+        dir.path(),
+        &json!({"findings": findings, "summary": "Checked `a` and ` @evil-summary"}),
+    );
+    let o = review(
+        dir.path(),
+        patch,
+        &["--config", &cfg, "--format", "markdown"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let md = stdout(&o);
+    for name in [
+        "@victim-user",
+        "@victim-two",
+        "@evil-title",
+        "@evil-one",
+        "@evil-two",
+        "@evil-three",
+        "@evil-four",
+        "@evil-five",
+        "@evil-six",
+        "@evil-summary",
+    ] {
+        assert!(!md.contains(name), "{name} is live in:\n{md}");
+    }
+    assert!(md.contains("`docs/＠victim-user.md:1`"), "{md}");
+    assert!(
+        md.contains("`assets/＠victim-two.png` (binary file)"),
+        "{md}"
+    );
+    // Certain code keeps its text as written.
+    assert!(md.contains("`@org/evil-team` in code stays"), "{md}");
 }
