@@ -553,7 +553,7 @@ fn exit_code(report: &Report, fail_on: FailOn) -> ExitCode {
     if report.all_lenses_failed() {
         return ExitCode::from(3);
     }
-    if fail_on.holds(report.verdict()) {
+    if report.verdict().fails(fail_on) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

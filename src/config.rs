@@ -74,17 +74,6 @@ pub enum FailOn {
     Never,
 }
 
-impl FailOn {
-    /// Whether a round with this verdict has failed.
-    pub fn holds(self, verdict: crate::review::Verdict) -> bool {
-        match self {
-            FailOn::Blocking => verdict.blocking > 0,
-            FailOn::Advisory => verdict.blocking + verdict.advisory > 0,
-            FailOn::Never => false,
-        }
-    }
-}
-
 /// The `[review]` table (also what a repository's `.github/reviewbot.toml` may set).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -874,6 +863,15 @@ workers = 4
     }
 
     #[test]
+    fn fail_on_defaults_to_never_and_reads_each_level() {
+        assert_eq!(parse("").unwrap().review.fail_on, FailOn::Never);
+        let c = parse("[review]\nfail_on = \"advisory\"\n").unwrap();
+        assert_eq!(c.review.fail_on, FailOn::Advisory);
+        let e = parse("[review]\nfail_on = \"sometimes\"\n").unwrap_err();
+        assert!(e.contains("line 2") && e.contains("`blocking`"), "{e}");
+    }
+
+    #[test]
     fn prices_come_in_pairs_and_budgets_are_positive() {
         let c = parse("[[lens]]\nname = \"gpt\"\nbackend = \"openai\"\nmodel = \"gpt-5.6\"\nprice_in_per_mtok = 1.25\nprice_out_per_mtok = 10\n[serve]\ndaily_budget_tokens = 2000000\n").unwrap();
         assert_eq!(
@@ -902,19 +900,6 @@ workers = 4
         assert!(e.contains("defined twice"), "{e}");
         let e = parse("[review]\nlenses = [\"ghost\"]\n").unwrap_err();
         assert!(e.contains("line 2") && e.contains("`ghost`"), "{e}");
-    }
-
-    #[test]
-    fn fail_on_defaults_to_never_and_reads_each_level() {
-        assert_eq!(parse("").unwrap().review.fail_on, FailOn::Never);
-        let c = parse("[review]\nfail_on = \"advisory\"\n").unwrap();
-        assert_eq!(c.review.fail_on, FailOn::Advisory);
-        let e = parse("[review]\nfail_on = \"sometimes\"\n").unwrap_err();
-        assert!(e.contains("line 2") && e.contains("`blocking`"), "{e}");
-        let v = |blocking, advisory| crate::review::Verdict { blocking, advisory };
-        assert!(FailOn::Blocking.holds(v(1, 0)) && !FailOn::Blocking.holds(v(0, 3)));
-        assert!(FailOn::Advisory.holds(v(0, 1)) && !FailOn::Advisory.holds(v(0, 0)));
-        assert!(!FailOn::Never.holds(v(5, 5)));
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub mod plan;
 pub mod redact;
 pub mod render;
 pub mod repo_rules;
+pub mod request;
 pub mod review;
 pub mod sanitize;
 pub mod server;

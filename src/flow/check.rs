@@ -59,7 +59,7 @@ pub(super) fn conclusion(reports: &[&Report], fail_on: FailOn) -> CheckConclusio
 
 /// `failure` when `fail_on` holds, `success` when no finding holds, `neutral` otherwise.
 fn judged(verdict: crate::review::Verdict, fail_on: FailOn) -> CheckConclusion {
-    if fail_on.holds(verdict) {
+    if verdict.fails(fail_on) {
         CheckConclusion::Failure
     } else if verdict.blocking + verdict.advisory == 0 {
         CheckConclusion::Success

@@ -24,12 +24,11 @@ mod check;
 mod converse;
 mod gather;
 mod post;
-pub mod request;
 pub mod trigger;
 
 pub use gather::REPO_CONFIG_PATH;
 
-pub use request::{Reason, ReviewRequest};
+pub use crate::request::{Reason, ReviewRequest};
 use std::sync::Arc;
 
 use crate::config::{Config, ConfigError, PostMode, ReviewConfig};

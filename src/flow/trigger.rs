@@ -2,10 +2,10 @@
 //! events table in the README says. It decides only what the event itself shows; the flow
 //! applies the gates (opt-out label, draft, trigger label, the commenter's permission).
 
-use crate::flow::request::{Reason, ReviewRequest};
 use crate::github::events::{Event, IssueCommentEvent, PullRequestEvent, ReviewCommentEvent};
 use crate::github::model::{RepoName, User};
 use crate::ids::{HeadSha, InstallationId, PrNumber};
+use crate::request::{Reason, ReviewRequest};
 
 /// The comment that asks for a round.
 const COMMAND: [&str; 2] = ["/reviewbot", "review"];

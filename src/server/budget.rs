@@ -3,7 +3,7 @@
 //! the backend, or at the lens's declared prices) and the tokens of lenses with no cost. No
 //! I/O: the job runner asks the store.
 
-use crate::flow::request::Reason;
+use crate::request::Reason;
 use crate::review::notice::Budget;
 
 /// A day, in the store's unix milliseconds.

@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use crate::config::Config;
-use crate::flow::request::ReviewRequest;
 use crate::flow::{self, FlowCtx, FlowOutcome};
 use crate::github::app::GithubApp;
 use crate::github::client::ClientLimits;
 use crate::ids::InstallationId;
 use crate::lens::LensStatus;
+use crate::request::ReviewRequest;
 use crate::review::notice::Notice;
 use crate::review::panel::{NoProgress, Panel, SubscriptionSlots};
 use crate::server::Metrics;

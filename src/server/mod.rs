@@ -12,8 +12,8 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
-use crate::flow::request::ReviewRequest;
 use crate::ids::JobId;
+use crate::request::ReviewRequest;
 
 pub mod budget;
 pub mod http;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 use super::{Intake, IntakeError, NewDelivery, Received};
-use crate::flow::request::ReviewRequest;
+use crate::request::ReviewRequest;
 use crate::store::{self, Store};
 
 #[derive(Clone)]

@@ -3,8 +3,8 @@
 //! (`sqlite_intake`), which is why they live apart from the queue that runs them.
 
 use super::StoreError;
-use crate::flow::request::ReviewRequest;
 use crate::ids::{DeliveryId, JobId};
+use crate::request::ReviewRequest;
 
 /// A webhook delivery as it arrived (the headers; never the body).
 #[derive(Debug, Clone)]

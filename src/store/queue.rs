@@ -24,9 +24,9 @@ use super::delivery::{
 };
 use super::sqlite_intake::{self, writer_gone};
 use super::{Db, Dialect, Scope, Store, StoreError, millis, now_ms, to_i64};
-use crate::flow::request::ReviewRequest;
 use crate::github::model::RepoName;
 use crate::ids::{DeliveryId, JobId, PrNumber};
+use crate::request::ReviewRequest;
 
 /// Where a job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -641,9 +641,9 @@ fn is_unique_violation(e: &sqlx::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow::request::Reason;
     use crate::github::model::RepoName;
     use crate::ids::HeadSha;
+    use crate::request::Reason;
     use crate::store::sqlite_intake::{Waiting, write_batch};
     use proptest::prelude::*;
     use sqlx::SqlitePool;

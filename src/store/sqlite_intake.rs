@@ -23,8 +23,8 @@ use super::delivery::{
     SET_OUTCOME, SUPERSEDE_OTHER_HEADS, TOUCH_PULL, payload_of,
 };
 use super::{SQLITE_BUSY_TIMEOUT, StoreError, now_ms, to_i64};
-use crate::flow::request::ReviewRequest;
 use crate::ids::JobId;
+use crate::request::ReviewRequest;
 
 /// A delivery waiting for the writer.
 pub(crate) struct Waiting {

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use reviewbot::flow::request::{Reason, ReviewRequest};
 use reviewbot::ids::JobId;
+use reviewbot::request::{Reason, ReviewRequest};
 use reviewbot::server::{
     BODY_LIMIT, Intake, IntakeError, Metrics, NewDelivery, Received, ServerConfig, WebhookSecrets,
     router,

@@ -608,8 +608,8 @@ async fn review_command(serve: &Serve, id: &str, user: &str) -> u16 {
 /// Records that installation 77's lenses already cost `usd` today, as an earlier round of
 /// another PR would have (its job done).
 async fn spent_today(site: &Site, usd: f64) {
-    use reviewbot::flow::request::{Reason, ReviewRequest};
     use reviewbot::ids::{DeliveryId, InstallationId, PrNumber};
+    use reviewbot::request::{Reason, ReviewRequest};
     use reviewbot::store::{NewDelivery, Store};
     let store = Store::connect(&site.db).await.unwrap();
     let request = ReviewRequest {

@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use reviewbot::flow::request::{Reason, ReviewRequest};
 use reviewbot::github::model::RepoName;
 use reviewbot::ids::{DeliveryId, HeadSha, InstallationId, JobId, LensName, PrNumber};
+use reviewbot::request::{Reason, ReviewRequest};
 use reviewbot::store::{
     Accepted, JobState, LensRunRecord, NewDelivery, RoundRecord, Store, StoreError,
 };
