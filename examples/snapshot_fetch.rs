@@ -25,10 +25,7 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(async {
         let client = GithubClient::new(&origin, None, ClientLimits::default())?;
         let mut body = client.download(&uri, "the benchmark archive").await?;
-        let caps = Caps {
-            max_bytes: u64::MAX,
-            max_entries: u64::MAX,
-        };
+        let caps = Caps::new(u64::MAX, u64::MAX);
         let snapshot = context::extract_download(&mut body, caps)
             .await
             .map_err(|why| anyhow::anyhow!("no snapshot: {why:?}"))?;

@@ -10,14 +10,23 @@
 //!
 //! The archive is read in raw mode, so GNU long names and PAX headers are read here with a cap:
 //! the `tar` crate would read one of any size into memory.
+//!
+//! The work is bounded, not only what is written: the bytes read (compressed and decompressed,
+//! whatever they are for: a link's data is read to be skipped), the headers read (extension
+//! headers too), the depth of a name, the directories made for names whose parents the archive
+//! did not list (each counts as an entry), and the time the whole extraction takes. Directories
+//! made are kept as a tree, so a name costs its length, not its length times its depth.
 
-use std::collections::HashSet;
+use std::cell::Cell;
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use tar::EntryType;
 
@@ -30,13 +39,55 @@ const MAX_TRAILER: u64 = 1 << 20;
 /// The copy buffer: large enough that a big file is written in few calls.
 const COPY_BUFFER: usize = 256 << 10;
 
-/// What an extraction may write.
+/// Most levels of a name below the archive's top folder (`a/b/c` is 3).
+pub const MAX_DEPTH: usize = 100;
+/// How long an extraction may take, from its start (the download's chunks as they come
+/// included) to its end.
+pub const MAX_TIME: Duration = Duration::from_secs(180);
+/// Bytes read for each entry on top of its file's bytes: its header and padding, and an
+/// extension header with a long name before it.
+const READ_PER_ENTRY: u64 = 8 << 10;
+/// Bytes read on top of all that: the archive's end marker and the gzip trailer.
+const READ_SLACK: u64 = 2 << 20;
+
+/// What an extraction may write, read and spend.
 #[derive(Debug, Clone, Copy)]
 pub struct Caps {
     /// Bytes of regular files.
     pub max_bytes: u64,
-    /// Entries of the archive, every kind (written or left out).
+    /// Entries of the archive, every kind (written or left out), and directories made for
+    /// names whose parents the archive did not list.
     pub max_entries: u64,
+    /// Levels of a name below the top folder.
+    pub max_depth: usize,
+    /// Time from start to end.
+    pub max_time: Duration,
+}
+
+impl Caps {
+    /// `max_bytes` and `max_entries`, with [`MAX_DEPTH`] and [`MAX_TIME`].
+    pub const fn new(max_bytes: u64, max_entries: u64) -> Caps {
+        Caps {
+            max_bytes,
+            max_entries,
+            max_depth: MAX_DEPTH,
+            max_time: MAX_TIME,
+        }
+    }
+
+    /// Headers read, extension headers included: each entry may have one before it.
+    pub fn max_headers(&self) -> u64 {
+        self.max_entries.saturating_mul(2).saturating_add(16)
+    }
+
+    /// Bytes read, compressed and decompressed alike: the files' bytes, and for each entry
+    /// its headers and padding. A deflate stream is never much larger than what it holds,
+    /// unless it is made of blocks that hold nothing.
+    pub fn max_read(&self) -> u64 {
+        self.max_bytes
+            .saturating_add(self.max_entries.saturating_mul(READ_PER_ENTRY))
+            .saturating_add(READ_SLACK)
+    }
 }
 
 /// What was written.
@@ -54,39 +105,109 @@ pub enum Stop {
     OverBytes,
     /// The archive holds more than `max_entries` entries.
     OverEntries,
+    /// The archive holds more than [`Caps::max_headers`] headers.
+    OverHeaders,
+    /// More than [`Caps::max_read`] bytes were read, compressed or decompressed.
+    OverRead,
+    /// A name is more than `max_depth` levels deep.
+    TooDeep,
+    /// The extraction took longer than `max_time`.
+    TooSlow,
     /// The gzip or tar data is broken (or the download ended early): the reader's error.
     Corrupt(String),
     /// The disk refused a write.
     Disk(String),
 }
 
+/// Where a read stopped at a bound says which: the `tar` and gzip readers pass our error on
+/// as theirs, with their own words around it.
+type Tripped = Rc<Cell<Option<Stop>>>;
+
+/// A reader bounded in bytes and in time; past either it fails, and says why in `tripped`.
+struct Bounded<R> {
+    inner: R,
+    read: u64,
+    max: u64,
+    deadline: Option<Instant>,
+    tripped: Tripped,
+}
+
+impl<R> Bounded<R> {
+    fn new(inner: R, caps: &Caps, deadline: Option<Instant>, tripped: &Tripped) -> Self {
+        Bounded {
+            inner,
+            read: 0,
+            max: caps.max_read(),
+            deadline,
+            tripped: Rc::clone(tripped),
+        }
+    }
+
+    fn trip(&self, stop: Stop) -> io::Result<usize> {
+        self.tripped.set(Some(stop));
+        Err(io::Error::other("the extraction reached a bound"))
+    }
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return self.trip(Stop::TooSlow);
+        }
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        if self.read > self.max {
+            return self.trip(Stop::OverRead);
+        }
+        Ok(n)
+    }
+}
+
 /// Extracts the gzip'd tar read from `from` into `root`, an empty directory.
 pub fn extract(from: impl Read, root: &Path, caps: Caps) -> Result<Written, Stop> {
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(from));
+    let deadline = Instant::now().checked_add(caps.max_time);
+    let tripped: Tripped = Rc::default();
+    // Both sides of the decoder are bounded: the compressed bytes, which may hold nothing,
+    // and the tar, whose every byte is work whether it is written or skipped.
+    let compressed = Bounded::new(from, &caps, deadline, &tripped);
+    let tar = Bounded::new(
+        flate2::read::GzDecoder::new(compressed),
+        &caps,
+        deadline,
+        &tripped,
+    );
+    let mut archive = tar::Archive::new(tar);
+    let corrupt = |e: io::Error| failed(&tripped, e);
     let mut out = Out {
         root,
         caps,
-        made: HashSet::new(),
+        made: HashMap::new(),
         written: Written::default(),
         entries: 0,
         buf: vec![0; COPY_BUFFER],
+        tripped: Rc::clone(&tripped),
     };
     {
         let entries = archive.entries().map_err(corrupt)?.raw(true);
         let mut long_name: Option<Vec<u8>> = None;
         let mut pax_path: Option<Vec<u8>> = None;
         let mut pax_size: Option<Vec<u8>> = None;
+        let mut headers = 0u64;
         for entry in entries {
             let mut entry = entry.map_err(corrupt)?;
+            headers += 1;
+            if headers > caps.max_headers() {
+                return Err(Stop::OverHeaders);
+            }
             let kind = entry.header().entry_type();
             match kind {
                 EntryType::XGlobalHeader | EntryType::GNULongLink => {
                     // Nothing needed from them; read past with a cap, like any header.
-                    read_extension(&mut entry)?;
+                    read_extension(&mut entry, corrupt)?;
                     continue;
                 }
                 EntryType::GNULongName => {
-                    let mut name = read_extension(&mut entry)?;
+                    let mut name = read_extension(&mut entry, corrupt)?;
                     if name.last() == Some(&0) {
                         name.pop();
                     }
@@ -94,9 +215,9 @@ pub fn extract(from: impl Read, root: &Path, caps: Caps) -> Result<Written, Stop
                     continue;
                 }
                 EntryType::XHeader => {
-                    let records = read_extension(&mut entry)?;
-                    pax_path = pax_record(&records, "path")?;
-                    pax_size = pax_record(&records, "size")?;
+                    let records = read_extension(&mut entry, corrupt)?;
+                    pax_path = pax_record(&records, "path", corrupt)?;
+                    pax_size = pax_record(&records, "size", corrupt)?;
                     continue;
                 }
                 _ => {}
@@ -132,11 +253,13 @@ pub fn extract(from: impl Read, root: &Path, caps: Caps) -> Result<Written, Stop
 struct Out<'a> {
     root: &'a Path,
     caps: Caps,
-    /// Directories (relative to the root) known to be real directories made here.
-    made: HashSet<PathBuf>,
+    /// Directories known to be real directories made here, as a tree: (parent, name) → id,
+    /// the root being 0. A name is looked up one component at a time, each hashed alone.
+    made: HashMap<(usize, Vec<u8>), usize>,
     written: Written,
     entries: u64,
     buf: Vec<u8>,
+    tripped: Tripped,
 }
 
 /// What an entry's name means here.
@@ -190,10 +313,13 @@ impl Out<'_> {
                 return Ok(());
             }
         };
+        if rel.components().count() > self.caps.max_depth {
+            return Err(Stop::TooDeep);
+        }
         match kind {
             EntryType::Regular | EntryType::Continuous => self.file(&rel, data),
             EntryType::Directory => {
-                if !self.dir(&rel)? {
+                if !self.dir(&rel, true)? {
                     self.written.left_out.refused += 1;
                 }
                 Ok(())
@@ -209,19 +335,28 @@ impl Out<'_> {
         }
     }
 
-    /// Makes `rel` and its parents, as real directories. `false` when something other than a
-    /// directory is in the way (or the name cannot be made), so the entry is left out.
-    fn dir(&mut self, rel: &Path) -> Result<bool, Stop> {
-        if self.made.contains(rel) {
-            return Ok(true);
-        }
-        let mut at = PathBuf::new();
-        for part in rel.components() {
-            at.push(part);
-            if self.made.contains(&at) {
+    /// Makes `rel` and its parents, as real directories; `listed` when `rel` is an entry of
+    /// the archive, whose parents count as entries of their own when they are made here.
+    /// `false` when something other than a directory is in the way (or the name cannot be
+    /// made), so the entry is left out.
+    fn dir(&mut self, rel: &Path, listed: bool) -> Result<bool, Stop> {
+        let mut full = self.root.to_path_buf();
+        let mut id = 0;
+        let mut parts = rel.components().peekable();
+        while let Some(part) = parts.next() {
+            let name = part.as_os_str();
+            full.push(name);
+            let key = (id, name.as_bytes().to_vec());
+            if let Some(&child) = self.made.get(&key) {
+                id = child;
                 continue;
             }
-            let full = self.root.join(&at);
+            if !(listed && parts.peek().is_none()) {
+                self.entries += 1;
+                if self.entries > self.caps.max_entries {
+                    return Err(Stop::OverEntries);
+                }
+            }
             match DirBuilder::new().mode(0o700).create(&full) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -234,7 +369,9 @@ impl Out<'_> {
                 }
                 Err(e) => return name_error(e),
             }
-            self.made.insert(at.clone());
+            let child = self.made.len() + 1;
+            self.made.insert(key, child);
+            id = child;
         }
         Ok(true)
     }
@@ -246,7 +383,7 @@ impl Out<'_> {
             return Err(Stop::OverBytes);
         }
         let parent_ok = match rel.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => self.dir(parent)?,
+            Some(parent) if !parent.as_os_str().is_empty() => self.dir(parent, false)?,
             _ => true,
         };
         if !parent_ok {
@@ -263,7 +400,9 @@ impl Out<'_> {
                 .buf
                 .len()
                 .min(usize::try_from(left).unwrap_or(usize::MAX));
-            let n = data.read(&mut self.buf[..want]).map_err(corrupt)?;
+            let n = data
+                .read(&mut self.buf[..want])
+                .map_err(|e| failed(&self.tripped, e))?;
             if n == 0 {
                 return Err(Stop::Corrupt("the archive ends inside a file".into()));
             }
@@ -315,7 +454,10 @@ fn name_error<T: Default>(e: io::Error) -> Result<T, Stop> {
 }
 
 /// An extension header's content, read whole up to [`MAX_EXTENSION`].
-fn read_extension<R: Read>(entry: &mut tar::Entry<'_, R>) -> Result<Vec<u8>, Stop> {
+fn read_extension<R: Read>(
+    entry: &mut tar::Entry<'_, R>,
+    corrupt: impl Fn(io::Error) -> Stop,
+) -> Result<Vec<u8>, Stop> {
     let size = entry.size();
     if size > MAX_EXTENSION {
         return Err(Stop::Corrupt(format!(
@@ -328,9 +470,13 @@ fn read_extension<R: Read>(entry: &mut tar::Entry<'_, R>) -> Result<Vec<u8>, Sto
 }
 
 /// The value of the PAX record `key`, if present.
-fn pax_record(records: &[u8], key: &str) -> Result<Option<Vec<u8>>, Stop> {
+fn pax_record(
+    records: &[u8],
+    key: &str,
+    corrupt: impl Fn(io::Error) -> Stop,
+) -> Result<Option<Vec<u8>>, Stop> {
     for record in tar::PaxExtensions::new(records) {
-        let record = record.map_err(corrupt)?;
+        let record = record.map_err(&corrupt)?;
         if record.key_bytes() == key.as_bytes() {
             return Ok(Some(record.value_bytes().to_vec()));
         }
@@ -338,6 +484,9 @@ fn pax_record(records: &[u8], key: &str) -> Result<Option<Vec<u8>>, Stop> {
     Ok(None)
 }
 
-fn corrupt(e: io::Error) -> Stop {
-    Stop::Corrupt(e.to_string())
+/// A read's error as the reason the extraction stopped: the bound it reached, if any.
+fn failed(tripped: &Tripped, e: io::Error) -> Stop {
+    tripped
+        .take()
+        .unwrap_or_else(|| Stop::Corrupt(e.to_string()))
 }

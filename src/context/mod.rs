@@ -29,7 +29,7 @@ use tokio::sync::mpsc;
 
 use crate::config::ContextConfig;
 use crate::github::client::{Download, GithubError};
-pub use extract::Caps;
+pub use extract::{Caps, MAX_DEPTH, MAX_TIME};
 use extract::{Stop, Written};
 
 /// Chunks of the download waiting for the extracting thread: the most the archive holds in
@@ -113,6 +113,14 @@ pub enum Unavailable {
     OverBytes { max: u64 },
     /// The archive holds more than `max_snapshot_files` entries.
     OverFiles { max: u64 },
+    /// The archive holds more headers than its entries may have (extension headers too).
+    OverHeaders { max: u64 },
+    /// Reading the archive took more bytes than its caps allow, compressed or decompressed.
+    OverRead { max: u64 },
+    /// A name in the archive is more than `max` levels deep.
+    TooDeep { max: usize },
+    /// The extraction took longer than `max`.
+    TooSlow { max: std::time::Duration },
     /// The archive is not a readable gzip'd tar.
     Corrupt(String),
     /// The disk refused a write (full, read-only, no private directory).
@@ -145,10 +153,7 @@ impl ContextReport {
 
 /// The caps of an extraction, from the config.
 pub fn caps(config: &ContextConfig) -> Caps {
-    Caps {
-        max_bytes: config.max_snapshot,
-        max_entries: config.max_snapshot_files,
-    }
+    Caps::new(config.max_snapshot, config.max_snapshot_files)
 }
 
 /// A round's read-only view of the repository. An extracted one is removed when dropped.
@@ -283,6 +288,18 @@ impl Extraction {
                 },
                 Stop::OverEntries => Unavailable::OverFiles {
                     max: self.caps.max_entries,
+                },
+                Stop::OverHeaders => Unavailable::OverHeaders {
+                    max: self.caps.max_headers(),
+                },
+                Stop::OverRead => Unavailable::OverRead {
+                    max: self.caps.max_read(),
+                },
+                Stop::TooDeep => Unavailable::TooDeep {
+                    max: self.caps.max_depth,
+                },
+                Stop::TooSlow => Unavailable::TooSlow {
+                    max: self.caps.max_time,
                 },
                 Stop::Corrupt(why) => Unavailable::Corrupt(why),
                 Stop::Disk(why) => Unavailable::Disk(why),

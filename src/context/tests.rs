@@ -10,10 +10,7 @@ use super::extract::{Caps, Stop, Written, extract};
 use super::*;
 
 const TOP: &str = "octo-app-1a2b3c4";
-const BIG: Caps = Caps {
-    max_bytes: 1 << 30,
-    max_entries: 1_000_000,
-};
+const BIG: Caps = Caps::new(1 << 30, 1_000_000);
 
 /// A tar being written by hand, so a test can put in any name or kind `tar::Builder` refuses.
 struct Tarball {
@@ -493,4 +490,318 @@ fn chunk_boundaries_do_not_matter() {
         std::fs::read(dir.path().join("x/y.txt")).unwrap(),
         b"hello\n"
     );
+}
+
+/// Crafted archives: a gzip stream put together by hand, so that gigabytes of tar can be made
+/// of a few megabytes without being written out.
+mod crafted {
+    use flate2::{Compress, Compression, Crc, FlushCompress};
+
+    use super::*;
+
+    /// A gzip stream being written: raw deflate, each part flushed whole so that a part given
+    /// twice compresses to the same bytes.
+    pub(super) struct Gzip {
+        deflate: Compress,
+        out: Vec<u8>,
+        crc: Crc,
+    }
+
+    impl Gzip {
+        pub(super) fn new() -> Gzip {
+            Gzip {
+                deflate: Compress::new(Compression::fast(), false),
+                // The gzip header: deflate, no name, no time, any OS.
+                out: vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff],
+                crc: Crc::new(),
+            }
+        }
+
+        fn compress(&mut self, data: &[u8], flush: FlushCompress) -> Vec<u8> {
+            let mut out = Vec::with_capacity(data.len() / 2 + 1024);
+            let start = self.deflate.total_in();
+            loop {
+                let done = usize::try_from(self.deflate.total_in() - start).expect("small");
+                if out.capacity() - out.len() < 1024 {
+                    out.reserve(out.capacity());
+                }
+                let before = out.len();
+                self.deflate
+                    .compress_vec(&data[done..], &mut out, flush)
+                    .expect("deflate");
+                let all_in =
+                    usize::try_from(self.deflate.total_in() - start).expect("small") == data.len();
+                if all_in && out.len() - before < out.capacity() - before {
+                    return out;
+                }
+            }
+        }
+
+        /// Tar bytes, compressed.
+        pub(super) fn data(&mut self, data: &[u8]) -> &mut Self {
+            let bytes = self.compress(data, FlushCompress::Full);
+            self.out.extend_from_slice(&bytes);
+            self.crc.update(data);
+            self
+        }
+
+        /// `n` MiB of zeros, compressed once and repeated.
+        pub(super) fn zeros(&mut self, n: usize) -> &mut Self {
+            let mib = vec![0u8; 1 << 20];
+            let bytes = self.compress(&mib, FlushCompress::Full);
+            let mut one = Crc::new();
+            one.update(&mib);
+            for _ in 0..n {
+                self.out.extend_from_slice(&bytes);
+                self.crc.combine(&one);
+            }
+            self
+        }
+
+        /// `n` empty stored blocks: five bytes each that decompress to nothing.
+        pub(super) fn empty_blocks(&mut self, n: usize) -> &mut Self {
+            for _ in 0..n {
+                self.out.extend_from_slice(&[0, 0, 0, 0xff, 0xff]);
+            }
+            self
+        }
+
+        pub(super) fn finish(mut self) -> Vec<u8> {
+            let end = self.compress(&[], FlushCompress::Finish);
+            self.out.extend_from_slice(&end);
+            self.out.extend_from_slice(&self.crc.sum().to_le_bytes());
+            self.out.extend_from_slice(&self.crc.amount().to_le_bytes());
+            self.out
+        }
+    }
+
+    /// The tar bytes of `t`, without its end marker.
+    pub(super) fn tar_of(t: Tarball) -> Vec<u8> {
+        let mut tar = t.tar.into_inner().expect("tar");
+        tar.truncate(tar.len() - 1024);
+        tar
+    }
+
+    /// One header of `kind` named `name` (a GNU long name first when it needs one) claiming
+    /// `size` bytes of data, which the caller adds.
+    pub(super) fn header(name: &[u8], kind: EntryType, size: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        if name.len() > 99 {
+            let mut long = Header::new_gnu();
+            long.as_gnu_mut().expect("gnu").name[..13].copy_from_slice(b"././@LongLink");
+            long.set_entry_type(EntryType::GNULongName);
+            long.set_size(name.len() as u64 + 1);
+            long.set_mode(0o644);
+            long.set_cksum();
+            out.extend_from_slice(long.as_bytes());
+            out.extend_from_slice(name);
+            out.push(0);
+            out.resize(out.len().div_ceil(512) * 512, 0);
+        }
+        let mut h = Header::new_gnu();
+        let short = &name[..name.len().min(99)];
+        h.as_old_mut().name[..short.len()].copy_from_slice(short);
+        h.set_entry_type(kind);
+        h.set_size(size);
+        h.set_mode(0o755);
+        h.set_cksum();
+        out.extend_from_slice(h.as_bytes());
+        out
+    }
+
+    /// `chains` chains of directories `depth` deep, each directory its own entry, as the
+    /// archive of a crafted repository would hold them.
+    pub(super) fn deep_dirs(chains: usize, depth: usize) -> Vec<u8> {
+        let mut gz = Gzip::new();
+        gz.data(&tar_of(Tarball::github()));
+        for c in 0..chains {
+            let mut name = format!("{TOP}/c{c}");
+            let mut batch = Vec::new();
+            for _ in 0..depth {
+                name.push_str("/d");
+                batch.extend(header(
+                    format!("{name}/").as_bytes(),
+                    EntryType::Directory,
+                    0,
+                ));
+                if batch.len() > 1 << 20 {
+                    gz.data(&std::mem::take(&mut batch));
+                }
+            }
+            gz.data(&batch);
+        }
+        gz.data(&[0; 1024]);
+        gz.finish()
+    }
+
+    /// `a.txt` holding `a`, the end marker, the gzip trailer.
+    fn end_with_a_file(mut gz: Gzip) -> Vec<u8> {
+        let mut file = header(format!("{TOP}/a.txt").as_bytes(), EntryType::Regular, 2);
+        file.extend_from_slice(b"a\n");
+        file.resize(1024, 0);
+        gz.data(&file).data(&[0; 1024]);
+        gz.finish()
+    }
+
+    /// `n` PAX extended headers in a row, then one file.
+    pub(super) fn extension_headers(n: usize) -> Vec<u8> {
+        let mut gz = Gzip::new();
+        gz.data(&tar_of(Tarball::github()));
+        let record = b"30 comment=crafted-padding-xx\n";
+        let mut one = header(b"pax", EntryType::XHeader, record.len() as u64);
+        one.extend_from_slice(record);
+        one.resize(1024, 0);
+        let block: Vec<u8> = one.repeat(1024);
+        for _ in 0..n / 1024 {
+            gz.data(&block);
+        }
+        gz.data(&one.repeat(n % 1024));
+        end_with_a_file(gz)
+    }
+
+    /// A symbolic link whose entry carries `mib` MiB of data, then one file.
+    pub(super) fn fat_link(mib: usize) -> Vec<u8> {
+        let mut gz = Gzip::new();
+        gz.data(&tar_of(Tarball::github()));
+        let size = u64::try_from(mib).expect("small") << 20;
+        gz.data(&header(
+            format!("{TOP}/link").as_bytes(),
+            EntryType::Symlink,
+            size,
+        ));
+        gz.zeros(mib);
+        end_with_a_file(gz)
+    }
+
+    /// An ordinary archive behind `mib` MiB of deflate blocks that hold nothing.
+    pub(super) fn empty_blocks_first(mib: usize) -> Vec<u8> {
+        let mut t = Tarball::github();
+        t.file("a.txt", b"a\n");
+        let mut gz = Gzip::new();
+        gz.empty_blocks((mib << 20) / 5);
+        gz.data(&t.tar.into_inner().expect("tar"));
+        gz.finish()
+    }
+}
+
+/// The caps an issue's measurements used: 1 MB of files, 10 entries.
+const SMALL: Caps = Caps::new(1_000_000, 10);
+
+fn timed(gz: &[u8], caps: Caps) -> (Result<Written, Stop>, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let (_dir, result) = unpack(gz, caps);
+    (result, started.elapsed())
+}
+
+#[test]
+fn a_deep_name_stops_the_extraction_at_once() {
+    // 8 chains of directories 2,000 deep: cubic work in the depth before (about 4 s for one
+    // chain 1,000 deep in a debug build); the 101st level stops it.
+    let (result, took) = timed(&crafted::deep_dirs(8, 2_000), BIG);
+    assert_eq!(result, Err(Stop::TooDeep));
+    assert!(took < std::time::Duration::from_secs(2), "took {took:?}");
+    // 100 levels are fine (each chain starts with a directory of its own).
+    let (result, _) = timed(&crafted::deep_dirs(2, MAX_DEPTH - 1), BIG);
+    assert_eq!(result.map(|w| w.files), Ok(0));
+}
+
+#[test]
+fn directories_made_for_unlisted_parents_count_as_entries() {
+    let mut t = Tarball::github();
+    t.file("a/b/c/d/e/f.txt", b"f\n");
+    let gz = t.gz();
+    assert_eq!(unpack(&gz, Caps::new(1 << 20, 5)).1, Err(Stop::OverEntries));
+    assert_eq!(unpack(&gz, Caps::new(1 << 20, 6)).1.map(|w| w.files), Ok(1));
+    // Parents listed first, as GitHub lists them, count once.
+    let mut t = Tarball::github();
+    t.below("a/", EntryType::Directory, None)
+        .below("a/b/", EntryType::Directory, None)
+        .file("a/b/f.txt", b"f\n");
+    assert_eq!(
+        unpack(&t.gz(), Caps::new(1 << 20, 3)).1.map(|w| w.files),
+        Ok(1)
+    );
+}
+
+#[test]
+fn extension_headers_count_against_the_header_cap() {
+    // Before, 200,000 of them were read under caps of 10 entries (22 s in a debug build).
+    let (result, took) = timed(&crafted::extension_headers(5_000), SMALL);
+    assert_eq!(result, Err(Stop::OverHeaders));
+    assert!(took < std::time::Duration::from_secs(1), "took {took:?}");
+    let (result, _) = timed(&crafted::extension_headers(10), SMALL);
+    assert_eq!(result.map(|w| w.files), Ok(1));
+}
+
+#[test]
+fn data_that_is_only_skipped_counts_against_the_read_bound() {
+    // A link's data is read to be skipped: 64 MiB of it under caps of 1 MB.
+    let (result, _) = timed(&crafted::fat_link(64), SMALL);
+    assert_eq!(result, Err(Stop::OverRead));
+    let (result, _) = timed(&crafted::fat_link(1), BIG);
+    assert_eq!(result.map(|w| (w.files, w.left_out.links)), Ok((1, 1)));
+    // Deflate blocks that hold nothing: compressed bytes with no tar in them.
+    let (result, _) = timed(&crafted::empty_blocks_first(8), SMALL);
+    assert_eq!(result, Err(Stop::OverRead));
+    let (result, _) = timed(&crafted::empty_blocks_first(1), BIG);
+    assert_eq!(result.map(|w| w.files), Ok(1));
+    assert_eq!(SMALL.max_read(), 1_000_000 + 10 * 8192 + (2 << 20));
+}
+
+#[test]
+fn an_extraction_past_its_time_stops() {
+    let mut t = Tarball::github();
+    t.file("a.txt", b"a\n");
+    let caps = Caps {
+        max_time: std::time::Duration::ZERO,
+        ..BIG
+    };
+    assert_eq!(unpack(&t.gz(), caps).1, Err(Stop::TooSlow));
+}
+
+#[test]
+fn each_bound_is_the_rounds_reason_for_the_diff_alone() {
+    let slow = Caps {
+        max_time: std::time::Duration::ZERO,
+        ..BIG
+    };
+    let cases = [
+        (
+            crafted::deep_dirs(1, 200),
+            BIG,
+            Unavailable::TooDeep { max: 100 },
+        ),
+        (
+            crafted::extension_headers(100),
+            SMALL,
+            Unavailable::OverHeaders { max: 36 },
+        ),
+        (
+            crafted::fat_link(8),
+            SMALL,
+            Unavailable::OverRead {
+                max: SMALL.max_read(),
+            },
+        ),
+        (
+            crafted::fat_link(1),
+            slow,
+            Unavailable::TooSlow {
+                max: std::time::Duration::ZERO,
+            },
+        ),
+    ];
+    runtime().block_on(async {
+        for (gz, caps, why) in cases {
+            let mut ex = Extraction::start(caps).expect("start");
+            let dir = ex_dir(&ex);
+            for chunk in gz.chunks(64 << 10) {
+                if !ex.push(Bytes::copy_from_slice(chunk)).await {
+                    break;
+                }
+            }
+            assert_eq!(ex.finish().await.map(|s| s.root()), Err(why));
+            assert!(!dir.exists());
+        }
+    });
 }

@@ -177,6 +177,30 @@ impl fmt::Display for Unavailable {
                 f,
                 "the repository's archive holds more than max_snapshot_files = {max} entries"
             ),
+            Unavailable::OverHeaders { max } => write!(
+                f,
+                "the repository's archive holds more than {max} tar headers (two for each of \
+                 max_snapshot_files, and 16)"
+            ),
+            Unavailable::OverRead { max } => write!(
+                f,
+                "reading the repository's archive took more than {} (max_snapshot, 8 KiB for \
+                 each of max_snapshot_files, and 2 MiB), compressed or not",
+                // A sum of caps in different units: in whole MB once it is that large.
+                match *max {
+                    m if m >= 10_000_000 => format!("{} MB", m / 1_000_000),
+                    m => size(m),
+                }
+            ),
+            Unavailable::TooDeep { max } => write!(
+                f,
+                "the repository's archive holds a path more than {max} levels deep"
+            ),
+            Unavailable::TooSlow { max } => write!(
+                f,
+                "the repository's archive took longer than {} s to extract",
+                max.as_secs()
+            ),
             Unavailable::Corrupt(error) => {
                 write!(f, "the repository's archive could not be read: {error}")
             }
@@ -477,6 +501,22 @@ mod tests {
             },
             Notice::DiffAlone {
                 why: Unavailable::OverFiles { max: 100_000 },
+            },
+            Notice::DiffAlone {
+                why: Unavailable::OverHeaders { max: 200_016 },
+            },
+            Notice::DiffAlone {
+                why: Unavailable::OverRead {
+                    max: 1_321_297_152,
+                },
+            },
+            Notice::DiffAlone {
+                why: Unavailable::TooDeep { max: 100 },
+            },
+            Notice::DiffAlone {
+                why: Unavailable::TooSlow {
+                    max: std::time::Duration::from_secs(180),
+                },
             },
             Notice::DiffAlone {
                 why: Unavailable::Corrupt("invalid gzip header".into()),

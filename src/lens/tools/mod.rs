@@ -9,7 +9,8 @@
 //! Every result is masked ([`crate::redact::redact`]) before it is capped, as the prompt is:
 //! the model never sees a secret of the snapshot that the prompt would have masked. A tool
 //! that cuts a line masks what it read first (`grep` searches the masked file; `read_file`
-//! reads [`text::MASK_SLACK`] bytes past its cut), so a cut never shows part of a secret.
+//! reads [`text::MASK_SLACK`] bytes past its cut, and masks a range with the lines around it),
+//! so a cut never shows part of a secret.
 
 mod confine;
 mod grep;

@@ -1,5 +1,6 @@
 //! `read_file`: numbered lines of one file, a range at a time.
 
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::io::{BufReader, Cursor, Read};
 
@@ -62,6 +63,7 @@ pub(super) fn read_file(
     let mut last_shown = None;
     let mut capped = false;
     let mut stopped = false;
+    let mut around = Around::default();
     loop {
         if total % 1024 == 1023 && until.passed() {
             stopped = true;
@@ -73,7 +75,12 @@ pub(super) fn read_file(
             Err(e) => return read_error(e),
         };
         total += 1;
-        if total < start || total > end || capped {
+        if total < start {
+            around.before(show(line));
+            continue;
+        }
+        if total > end || capped {
+            around.after(line);
             continue;
         }
         let text = show(line);
@@ -88,7 +95,7 @@ pub(super) fn read_file(
     }
     let mut out = String::new();
     let mut long_lines = false;
-    for (n, (mut line, cut)) in (start..).zip(masked_lines(shown)) {
+    for (n, (mut line, cut)) in (start..).zip(around.mask(shown)) {
         let cut = text::cut_at(&mut line, keep) || cut;
         let _ = writeln!(out, "{n}\t{line}");
         long_lines |= cut;
@@ -137,26 +144,65 @@ pub(super) fn read_file(
     ToolResult::ok(out, capped || long_lines || stopped)
 }
 
-/// The shown lines masked together, so a secret that spans lines (a private key) is masked as
-/// one; masking keeps line breaks, so each line stays its own.
-fn masked_lines(lines: Vec<(String, bool)>) -> Vec<(String, bool)> {
-    let block = lines
-        .iter()
-        .map(|(line, _)| line.as_str())
-        .collect::<Vec<_>>()
-        .join("\n");
-    let masked = redact(&block);
-    let parts: Vec<&str> = masked.split('\n').collect();
-    if parts.len() == lines.len() {
-        return parts
-            .into_iter()
-            .zip(&lines)
-            .map(|(part, (_, cut))| (part.to_owned(), *cut))
-            .collect();
+/// Bytes of the lines above the first shown one that are masked with the shown lines: a
+/// private key's BEGIN line may stand this far above its body (`redact`'s PEM window).
+const MASK_BEFORE: usize = 64 * 1024;
+/// Lines below the last shown one masked with them: an AWS key ID this close pairs with a
+/// secret key shown (`redact`'s pair rule).
+const MASK_AFTER: usize = 3;
+
+/// The lines around the shown ones, so that a rule that looks past one line (a private key's
+/// body below its BEGIN line, an AWS secret key near its ID) masks a range as it would the
+/// whole file.
+#[derive(Default)]
+struct Around {
+    before: VecDeque<String>,
+    before_bytes: usize,
+    after: Vec<String>,
+}
+
+impl Around {
+    fn before(&mut self, line: String) {
+        self.before_bytes += line.len() + 1;
+        self.before.push_back(line);
+        while self.before_bytes > MASK_BEFORE {
+            match self.before.pop_front() {
+                Some(gone) => self.before_bytes -= gone.len() + 1,
+                None => break,
+            }
+        }
     }
-    // Not expected (masking keeps line breaks), but a line is never shown unmasked.
-    lines
-        .into_iter()
-        .map(|(line, cut)| (redact(&line).into_owned(), cut))
-        .collect()
+
+    fn after(&mut self, line: &[u8]) {
+        if self.after.len() < MASK_AFTER {
+            self.after.push(show(line));
+        }
+    }
+
+    /// The shown lines masked together with the lines around them; masking keeps line
+    /// breaks, so each shown line stays its own.
+    fn mask(self, shown: Vec<(String, bool)>) -> Vec<(String, bool)> {
+        let block = self
+            .before
+            .iter()
+            .map(String::as_str)
+            .chain(shown.iter().map(|(line, _)| line.as_str()))
+            .chain(self.after.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let masked = redact(&block);
+        let parts: Vec<&str> = masked.split('\n').collect();
+        if parts.len() == self.before.len() + shown.len() + self.after.len() {
+            return parts[self.before.len()..]
+                .iter()
+                .zip(&shown)
+                .map(|(part, (_, cut))| ((*part).to_owned(), *cut))
+                .collect();
+        }
+        // Not expected, but a line is never shown unmasked.
+        shown
+            .into_iter()
+            .map(|(line, cut)| (redact(&line).into_owned(), cut))
+            .collect()
+    }
 }

@@ -832,6 +832,39 @@ fn a_private_key_shown_in_a_range_is_masked_whole() {
     assert!(!r.content.contains("c2VjcmV0"), "{}", r.content);
     // Line numbers hold: the mask keeps the block's line breaks.
     assert!(r.content.ends_with("[lines 1-4 of 4]"), "{}", r.content);
+    // The body alone, its BEGIN line above the range: masked as in the whole file.
+    let r = f.tools.call(
+        READ_FILE,
+        &json!({"path": "key.pem", "start_line": 2, "end_line": 3}),
+    );
+    assert!(!r.content.contains("MIIEowIBAAK"), "{}", r.content);
+    assert!(!r.content.contains("c2VjcmV0"), "{}", r.content);
+    assert!(r.content.ends_with("[lines 2-3 of 4]"), "{}", r.content);
+}
+
+#[test]
+fn an_aws_secret_shown_without_its_key_id_is_masked() {
+    let f = fixture();
+    let secret = "Zx8Kq2Wm4Rt6Yp9Ls3Dv7Bn1Hc5Jf0Ga2Ue4Ti6O";
+    write(
+        f.root.path(),
+        "aws.env",
+        format!(
+            "value = {secret}
+id = AKIAQ3ZR7VX2M4LP6NTW
+"
+        ),
+    );
+    let r = f.tools.call(
+        READ_FILE,
+        &json!({"path": "aws.env", "start_line": 1, "end_line": 1}),
+    );
+    assert!(!r.content.contains(secret), "{}", r.content);
+    assert!(
+        r.content.contains("[REDACTED aws-secret-access-key]"),
+        "{}",
+        r.content
+    );
 }
 
 /// A pattern whose lazy DFA keeps missing on [`costly_text`]: the slowest per byte found for
