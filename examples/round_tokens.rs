@@ -188,9 +188,11 @@ fn tokens(d: &Diff, dump: Option<&Path>) -> Result<Count, String> {
     let schema = response_schema().to_string();
     let mut total = Count::default();
     for (n, c) in planned.chunks.iter().enumerate() {
-        let message = plan::schema_given(&plan::with_repository(&c.prompt, false));
+        let message = reviewbot::lens::contract::schema_given(
+            &reviewbot::lens::contract::with_repository(&c.prompt, false),
+        );
         let mut one = count_call(&message, &schema);
-        one.estimate = plan::estimate_tokens(&plan::schema_given(&c.prompt));
+        one.estimate = plan::estimate_tokens(&reviewbot::lens::contract::schema_given(&c.prompt));
         total.add(&one);
         if let Some(dir) = dump {
             let w = |name: String, text: &str| {
@@ -257,8 +259,8 @@ fn rounds(args: &[String], dump: Option<&Path>) -> Result<(), String> {
         .iter()
         .map(|d| exact(&d.openai_chat().to_string()))
         .sum();
-    let paragraph = exact(&plan::with_repository("", true)) as isize
-        - exact(&plan::with_repository("", false)) as isize;
+    let paragraph = exact(&reviewbot::lens::contract::with_repository("", true)) as isize
+        - exact(&reviewbot::lens::contract::with_repository("", false)) as isize;
     eprintln!(
         "note: with the snapshot, each request also carries {tools} tokens of tool \
          definitions and {paragraph:+} tokens of the paragraph on reading the repository, \

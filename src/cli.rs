@@ -225,7 +225,7 @@ async fn connect_store(url: &str) -> Result<crate::store::Store, CliError> {
     crate::store::Store::connect(url).await.map_err(|e| {
         CliError::Runtime(format!(
             "cannot open the store {}: {e}",
-            crate::store::mask_url(url)
+            crate::credentials::mask_url(url)
         ))
     })
 }

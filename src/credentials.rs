@@ -143,7 +143,7 @@ pub fn remember_vars<'a>(
             Holds::List => values.extend(value.split(',').map(str::to_owned)),
             Holds::File => values.extend(read_small(Path::new(&value))),
             Holds::Url => {
-                for password in crate::store::url_passwords(&value) {
+                for password in url_passwords(&value) {
                     values.push(password.to_owned());
                     // The driver reads it percent-decoded; an error may quote it either way.
                     if let Ok(decoded) =
@@ -231,9 +231,98 @@ fn json_strings(text: &str) -> Vec<String> {
     out
 }
 
+/// The URL for a message: a password in the user part or the query is replaced by `***`.
+pub fn mask_url(url: &str) -> String {
+    let mut out = String::with_capacity(url.len());
+    let mut at = 0;
+    for range in password_ranges(url) {
+        out.push_str(&url[at..range.start]);
+        out.push_str("***");
+        at = range.end;
+    }
+    out.push_str(&url[at..]);
+    out
+}
+
+/// The passwords a store's URL holds (`user:password@`, `?password=`), as written: what
+/// [`mask_url`] hides, and what [`remember_from`] masks wherever it turns up.
+pub fn url_passwords(url: &str) -> Vec<&str> {
+    password_ranges(url)
+        .into_iter()
+        .map(|r| &url[r])
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+/// Where the passwords of `url` are: the user part's after its `:`, and the value of every
+/// query parameter whose name holds `password` (`password`, `sslpassword`), in order.
+fn password_ranges(url: &str) -> Vec<std::ops::Range<usize>> {
+    let mut ranges = Vec::new();
+    let tail = match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let start = scheme.len() + "://".len();
+            let end = start + rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            if let Some(at) = url[start..end].rfind('@')
+                && let Some(colon) = url[start..start + at].find(':')
+            {
+                ranges.push(start + colon + 1..start + at);
+            }
+            end
+        }
+        None => 0,
+    };
+    let Some(q) = url[tail..].find('?') else {
+        return ranges;
+    };
+    let mut at = tail + q + 1;
+    for pair in url[at..].split('&') {
+        if let Some((key, _)) = pair.split_once('=')
+            && key.to_ascii_lowercase().contains("password")
+        {
+            ranges.push(at + key.len() + 1..at + pair.len());
+        }
+        at += pair.len() + 1;
+    }
+    ranges
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
+
+    #[test]
+    fn a_password_never_shows_in_a_url() {
+        assert_eq!(
+            mask_url("postgres://bot:s3cret@db.internal:5432/reviewbot"),
+            "postgres://bot:***@db.internal:5432/reviewbot"
+        );
+        assert_eq!(
+            mask_url("postgres://db/reviewbot?user=bot&password=s3cret&sslmode=require"),
+            "postgres://db/reviewbot?user=bot&password=***&sslmode=require"
+        );
+        assert_eq!(
+            mask_url("postgres://bot@db/x"),
+            "postgres://bot@db/x",
+            "no password, nothing to hide"
+        );
+        assert_eq!(mask_url("sqlite://reviewbot.db"), "sqlite://reviewbot.db");
+        assert_eq!(mask_url("sqlite::memory:"), "sqlite::memory:");
+        assert!(!mask_url("postgres://a:p%40ss@h/x").contains("p%40ss"));
+        assert_eq!(mask_url("x?a=1&PassWord=z"), "x?a=1&PassWord=***");
+    }
+
+    #[test]
+    fn the_passwords_of_a_url_are_what_mask_url_hides() {
+        assert_eq!(
+            url_passwords("postgres://bot:s3cret@db:5432/r?sslpassword=k3y&password=pw9&x=1"),
+            ["s3cret", "k3y", "pw9"]
+        );
+        assert_eq!(url_passwords("postgres://bot:p%40ss@db/r"), ["p%40ss"]);
+        assert!(url_passwords("postgres://bot@db/r?user=bot").is_empty());
+        assert!(url_passwords("postgres://bot:@db/r?password=").is_empty());
+        assert!(url_passwords("sqlite://reviewbot.db").is_empty());
+        assert_eq!(url_passwords("sqlite::memory:?password=abcd"), ["abcd"]);
+    }
 
     use super::*;
     use crate::redact::redact;

@@ -7,11 +7,18 @@
 //! - `flow`: `flow::gather` (every GitHub read) → `review::gate` (whether a round runs) →
 //!   `review::scope` (what it reviews) → `plan` → `lens` + `review::panel` (the panel) →
 //!   `review::finding` (place) → `review::merge` (merge) → `review::rounds` (settle) →
-//!   `render` → `flow::post` (every GitHub write);
+//!   `render` → `flow::post` (the round's review), `flow::check` (its check run) and
+//!   `flow::converse` (answers in threads): the GitHub writes;
 //! - `--diff` runs the middle alone: `diff` → `review::pipeline` → `render`.
 //!
 //! Below them: `lens::contract` (what every lens answers), `diff`, `github` (the REST client),
-//! `config`, `ids`, `redact`, `evidence`. A module imports only from its own stage or below.
+//! `config`, `ids`, `redact`, `evidence`, `request` (what a trigger asks for).
+//!
+//! Each module imports only from layers below its own; `tests/it/layers.rs` holds the code to
+//! the line after this one. Layers, bottom to top:
+//! `ids`, `unicode`, `par`, `timing`, `redact`, `attributes` < `credentials`, `diff`, `sanitize` <
+//! `lens`, `repo_rules` < `config`, `evidence` < `github`, `plan` < `context`, `doctor`, `request` <
+//! `review`, `store` < `render` < `flow` < `server` < `cli`
 
 pub mod attributes;
 pub mod cli;

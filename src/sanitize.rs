@@ -64,16 +64,6 @@ pub fn sanitize_line(text: &str) -> String {
         .join(" ")
 }
 
-impl crate::lens::PrInfo {
-    /// The PR with its title and body sanitized: what every lens (a `command` lens's JSON
-    /// request too) is given.
-    pub fn sanitized(mut self) -> Self {
-        self.title = sanitize_line(&self.title);
-        self.body = sanitize(&self.body).into_owned();
-        self
-    }
-}
-
 /// The patterns are constants covered by tests; failing to compile one is a programming error.
 fn compile(p: &str) -> Regex {
     Regex::new(p).unwrap_or_else(|e| panic!("bad sanitizer pattern {p}: {e}"))

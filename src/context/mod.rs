@@ -141,7 +141,17 @@ pub struct ContextReport {
     pub missing: Option<Unavailable>,
 }
 
+/// What to say of a round's snapshot: why there is none, or what it left out. Its words are in
+/// `render::notice`.
+#[derive(Debug, Clone, Copy)]
+pub struct ContextNote<'a>(pub &'a ContextReport);
+
 impl ContextReport {
+    /// What to say of it, when there is something: no snapshot, or entries left out.
+    pub fn note(&self) -> Option<ContextNote<'_>> {
+        (self.missing.is_some() || self.left_out.total() > 0).then_some(ContextNote(self))
+    }
+
     /// No snapshot, for this reason.
     pub fn missing(why: Unavailable) -> ContextReport {
         ContextReport {

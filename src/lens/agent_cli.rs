@@ -12,7 +12,7 @@ use super::cli_env::{Cli, CliEnv, process_failure, scratch_dir};
 use super::preflight::{Check, PreflightEnv};
 use super::process::{self, DEFAULT_MAX_OUTPUT, ProcessError, ProcessOutput, ProcessSpec};
 use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec};
-use crate::plan::{schema_given, with_repository};
+use crate::lens::contract::{schema_given, with_repository};
 
 /// One agent CLI.
 pub(crate) trait AgentCli: 'static {
@@ -70,7 +70,7 @@ pub(crate) struct Prepared {
     /// Whether the child can read the snapshot (its prompt says which).
     pub reads_snapshot: bool,
     /// Why a round with a snapshot runs this lens on the diff alone, for the user.
-    pub notice: Option<String>,
+    pub notice: Option<super::LensNotice>,
 }
 
 /// The backend of an agent CLI `C`.

@@ -402,7 +402,7 @@ mod tests {
         assert_eq!(r.body["max_tokens"], DEFAULT_MAX_OUTPUT_TOKENS);
         assert_eq!(
             r.body["messages"],
-            json!([{"role": "user", "content": crate::plan::with_repository(PROMPT, false)}])
+            json!([{"role": "user", "content": crate::lens::contract::with_repository(PROMPT, false)}])
         );
         assert_eq!(r.body["output_config"]["format"]["type"], "json_schema");
         assert_eq!(

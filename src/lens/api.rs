@@ -16,8 +16,7 @@ use super::tools::{
     RepoTools, TOKENS_SPENT, ToolBudget, ToolCaps, ToolDef, ToolLimits, ToolResult, ToolSession,
 };
 use super::{Answer, AuthClass, BackendKind, Failure, FailureKind, LensRequest, LensSpec, Usage};
-use crate::plan::{schema_given, with_repository};
-use crate::render::notice::no_tool_support;
+use crate::lens::contract::{schema_given, with_repository};
 
 /// One vendor's API: where it is, how it is asked, how it answers.
 pub(crate) trait ApiVendor: 'static {
@@ -263,7 +262,10 @@ pub(crate) async fn call_with<V: ApiVendor>(
             }
             Err(err) if session.is_some() && V::rejects_tools(&err) => {
                 session = None;
-                notice = Some(no_tool_support(spec.name.as_str(), V::KIND.as_str()));
+                notice = Some(super::LensNotice::NoTools {
+                    lens: spec.name.clone(),
+                    backend: V::KIND,
+                });
                 messages = vec![first(structured, false)];
                 continue;
             }

@@ -530,7 +530,9 @@ diff --git a/src/lib.rs b/src/lib.rs
     /// The paragraph the prompt of a lens that reads the repository (`true`) or sees the diff
     /// alone ends with.
     pub(crate) fn repository_note(reads: bool) -> String {
-        crate::plan::with_repository("", reads).trim().to_owned()
+        crate::lens::contract::with_repository("", reads)
+            .trim()
+            .to_owned()
     }
 
     /// Runs the fake CLI `C` as a lens over a fresh [`Snapshot`], 40 tool rounds allowed, and

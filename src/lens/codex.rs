@@ -23,9 +23,8 @@ use super::process::{
     self, Keep, OUTPUT_EXCERPT_CHARS, ProcessError, ProcessOutput, ProcessSpec, STDERR_TAIL_CHARS,
     child_text, describe_status,
 };
-use super::{Answer, BackendKind, Failure, FailureKind, LensSpec, Usage};
+use super::{Answer, BackendKind, Failure, FailureKind, LensNotice, LensSpec, Usage};
 use crate::lens::contract::{LensResponse, response_schema};
-use crate::render::notice::codex_sandbox_unavailable;
 
 /// The binary looked up on the child's `PATH` when the lens names none.
 pub const DEFAULT_BIN: &str = "codex";
@@ -211,7 +210,10 @@ impl AgentCli for CodexCli {
                 && let Err(why) = sandbox_works(&bin, env).await
             {
                 workspace = None;
-                notice = Some(codex_sandbox_unavailable(spec.name.as_str(), &why));
+                notice = Some(LensNotice::NoSandbox {
+                    lens: spec.name.clone(),
+                    why,
+                });
             }
             let args = args(
                 spec.model.as_deref(),
@@ -505,7 +507,11 @@ async fn preflight(subject: &str, spec: &LensSpec, env: &PreflightEnv) -> Vec<Ch
         if let Err(why) = sandbox_works(&found.path, &env.cli).await {
             checks.push(Check::warn(
                 subject,
-                codex_sandbox_unavailable(spec.name.as_str(), &why),
+                LensNotice::NoSandbox {
+                    lens: spec.name.clone(),
+                    why,
+                }
+                .to_string(),
             ));
         }
         checks
@@ -722,7 +728,7 @@ mod tests {
 
         assert_eq!(answer.response.findings.len(), 1);
         assert_eq!(
-            answer.notice.as_deref(),
+            answer.notice.map(|n| n.to_string()).as_deref(),
             Some(
                 "lens codex: codex cannot start its sandbox on this host, so it reviews the diff \
                  alone (bwrap: Creating new namespace failed: nesting depth or \

@@ -16,8 +16,8 @@ use super::process::{
     child_text, describe_status, excerpt_note, failure_of, stderr_note,
 };
 use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec, PrInfo};
+use crate::lens::contract::with_repository;
 use crate::lens::contract::{LensResponse, response_schema};
-use crate::plan::with_repository;
 
 /// Variables every command lens gets when they are set: enough to find programs, a home, a
 /// locale and a temp directory. `LC_*` variables are passed too.

@@ -1,6 +1,7 @@
 //! The lens contract: what every lens answers (a [`LensResponse`] of [`RawFinding`]s graded by
 //! [`Severity`] and [`Confidence`]) and the JSON Schema sent with every request. It sits below
-//! the lenses and the review stages, which both speak it.
+//! the lenses and the review stages, which both speak it; and the prompt wording a lens adds at
+//! call time (whether it reads the repository, the schema footer).
 
 use serde::{Deserialize, Serialize};
 
@@ -124,4 +125,49 @@ pub fn response_schema() -> serde_json::Value {
             "summary": {"type": ["string", "null"], "description": "Optional one paragraph about the change."}
         }
     })
+}
+
+// The call-time prompt wording every backend adds: whether the lens reads the repository, and
+// the footer a backend that gives the schema itself replaces.
+
+/// Appended to the prompt of a lens that can read the repository at the reviewed head.
+pub(crate) const WITH_REPOSITORY: &str = "\
+The repository at the reviewed head is available to you read-only, through your tools (your
+working directory is its root). Before you claim that something breaks, read what you need to be
+sure: callers of a changed function, the definitions it relies on, tests, configuration. Do not
+report what you could have checked and did not; say in `summary` what you verified and what the
+repository could not tell you.";
+
+/// Appended to the prompt of a lens that sees the diff alone.
+const DIFF_ONLY: &str = "\
+You see the diff alone, not the rest of the repository. When a problem depends on code you
+cannot see, say so in the finding's body and lower its confidence, rather than guess; say in
+`summary` what you could not check.";
+
+/// `prompt` with the paragraph that tells the lens whether it can read the repository.
+pub fn with_repository(prompt: &str, reads_repository: bool) -> String {
+    let note = if reads_repository {
+        WITH_REPOSITORY
+    } else {
+        DIFF_ONLY
+    };
+    format!("{prompt}\n{note}\n")
+}
+
+/// What a prompt's footer says instead when the backend hands the model the schema itself
+/// (structured output, `--output-schema`): the schema is not sent twice.
+pub(crate) const SCHEMA_GIVEN: &str = "Answer with exactly one JSON object in the response format you were given, and nothing else.\n";
+
+/// `prompt` for a backend that gives the model the response schema itself: the footer that
+/// spells the schema out is replaced by one line (a prompt without it is returned as it is).
+pub fn schema_given(prompt: &str) -> String {
+    prompt.replacen(&footer(), SCHEMA_GIVEN, 1)
+}
+
+/// The prompt's last paragraph: the answer's JSON Schema, spelled out.
+pub fn footer() -> String {
+    format!(
+        "Answer with exactly one JSON object that follows this JSON Schema, and nothing else:\n{}\n",
+        response_schema()
+    )
 }

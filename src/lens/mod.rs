@@ -135,6 +135,20 @@ impl LensSpec {
     }
 }
 
+/// Something a lens call tells the user, as data (said once per run); its words are in
+/// `render::notice`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LensNotice {
+    /// Codex cannot start its sandbox on this host (`why`, its own words): the lens reviews the
+    /// diff alone.
+    NoSandbox { lens: LensName, why: String },
+    /// The API server of `backend` refused tools: the lens reviews the diff alone.
+    NoTools {
+        lens: LensName,
+        backend: BackendKind,
+    },
+}
+
 /// The PR a review is about, when there is one (`None` for `--diff`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PrInfo {
@@ -142,6 +156,16 @@ pub struct PrInfo {
     pub body: String,
     pub number: PrNumber,
     pub head: HeadSha,
+}
+
+impl PrInfo {
+    /// The PR with its title and body sanitized: what every lens (a `command` lens's JSON
+    /// request too) is given.
+    pub fn sanitized(mut self) -> Self {
+        self.title = crate::sanitize::sanitize_line(&self.title);
+        self.body = crate::sanitize::sanitize(&self.body).into_owned();
+        self
+    }
 }
 
 /// What a lens is asked to review.
@@ -222,7 +246,7 @@ pub struct Answer {
     pub tool_records: Vec<tools::ToolCallRecord>,
     /// Something the user should hear about this call (a lens that could not read the
     /// snapshot and reviewed the diff alone), said once per run.
-    pub notice: Option<String>,
+    pub notice: Option<LensNotice>,
 }
 
 /// How a failure is handled: retried, fallen back from, or reported at once.

@@ -413,7 +413,7 @@ mod tests {
         assert_eq!(r.body["model"], MODEL);
         assert_eq!(
             r.body["messages"],
-            json!([{"role": "user", "content": crate::plan::with_repository(PROMPT, false)}])
+            json!([{"role": "user", "content": crate::lens::contract::with_repository(PROMPT, false)}])
         );
         assert_eq!(r.body["max_completion_tokens"], DEFAULT_MAX_OUTPUT_TOKENS);
         assert!(r.body.get("max_tokens").is_none());

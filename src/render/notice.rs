@@ -239,7 +239,7 @@ fn left_out_text(left_out: &LeftOut) -> String {
 /// A lens that could not read the round's snapshot and reviewed the diff alone: Codex's sandbox
 /// cannot start on this host. `why` is what the probe said; only its `bwrap:` line when it has
 /// one (the rest is the CLI's own chatter, paths of this machine included).
-pub fn codex_sandbox_unavailable(lens: &str, why: &str) -> String {
+fn codex_sandbox_unavailable(lens: &str, why: &str) -> String {
     let why = why
         .split(['\n', ';'])
         .map(str::trim)
@@ -251,19 +251,26 @@ pub fn codex_sandbox_unavailable(lens: &str, why: &str) -> String {
 }
 
 /// A lens whose OpenAI-compatible (or Anthropic) server refused tools: it reviewed the diff alone.
-pub fn no_tool_support(lens: &str, backend: &str) -> String {
+fn no_tool_support(lens: &str, backend: &str) -> String {
     format!("lens {lens}: the {backend} server does not take tools, so it reviews the diff alone")
+}
+
+impl fmt::Display for crate::lens::LensNotice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            crate::lens::LensNotice::NoSandbox { lens, why } => {
+                f.write_str(&codex_sandbox_unavailable(lens.as_str(), why))
+            }
+            crate::lens::LensNotice::NoTools { lens, backend } => {
+                f.write_str(&no_tool_support(lens.as_str(), backend.as_str()))
+            }
+        }
+    }
 }
 
 /// The JSON `context.note`: why there is no snapshot, or what it left out.
 pub fn context_note(report: &ContextReport) -> Option<String> {
-    match &report.missing {
-        Some(why) => Some(format!("the lenses reviewed from the diff alone: {why}")),
-        None if report.left_out.total() > 0 => {
-            Some(format!("the snapshot {}", left_out_text(&report.left_out)))
-        }
-        None => None,
-    }
+    report.note().map(|n| n.to_string())
 }
 
 /// A byte count in the unit it was most likely written in ("500MB", "2GiB"), else bytes.
@@ -346,7 +353,13 @@ impl fmt::Display for Scope {
 
 /// Why a model lens had nothing to review: no file fits its token budget beside the fixed
 /// prompt. The lens's error, and (with `warning: `) a line on stderr.
-pub fn nothing_fits(why: &crate::plan::NothingFits) -> String {
+impl fmt::Display for crate::plan::NothingFits {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&nothing_fits(self))
+    }
+}
+
+fn nothing_fits(why: &crate::plan::NothingFits) -> String {
     format!(
         "nothing fits the token budget of {} tokens ({} after a {}% margin): the fixed prompt \
          takes {} and the smallest of the {} files {}; raise `[review] token_budget` to at \
@@ -361,21 +374,32 @@ pub fn nothing_fits(why: &crate::plan::NothingFits) -> String {
     )
 }
 
-/// The warning when a subscription lens falls back to a paid API: `first` of the run leads with
+/// The warning when a subscription lens falls back to a paid API: the run's first leads with
 /// "billing", so the first paid dispatch is the one the user hears about.
-pub fn billing_warning(
-    first: bool,
-    lens: &str,
-    from: &str,
-    api: &str,
-    model: &str,
-    why: &str,
-    key: &str,
-) -> String {
-    let lead = if first { "warning: billing" } else { "warning" };
-    format!(
-        "{lead}: lens {lens} falls back from {from} to the {api} API with model {model} ({why}); these calls are billed to {key}. Pass --no-api-fallback to prevent this."
-    )
+impl fmt::Display for crate::review::notice::BillingFallback<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let lead = if self.first {
+            "warning: billing"
+        } else {
+            "warning"
+        };
+        write!(
+            f,
+            "{lead}: lens {} falls back from {} to the {} API with model {} ({}); these calls are \
+             billed to {}. Pass --no-api-fallback to prevent this.",
+            self.lens, self.from, self.api, self.model, self.why, self.key
+        )
+    }
+}
+
+/// The JSON `context.note` and the evidence's: why there is no snapshot, or what it left out.
+impl fmt::Display for crate::context::ContextNote<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0.missing {
+            Some(why) => write!(f, "the lenses reviewed from the diff alone: {why}"),
+            None => write!(f, "the snapshot {}", left_out_text(&self.0.left_out)),
+        }
+    }
 }
 
 /// A job's outcome in a few words, as the App's store keeps it: each review's fate, and the

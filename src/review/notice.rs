@@ -102,3 +102,16 @@ pub enum Budget {
     /// `[serve] daily_budget_tokens`: the tokens of the lenses with no cost to count.
     Tokens { spent: u64, budget: u64 },
 }
+
+/// A subscription lens falling back to a paid API: the warning its calls are billed (`first`:
+/// the run's first such dispatch). Its words are in `render::notice`.
+#[derive(Debug, Clone, Copy)]
+pub struct BillingFallback<'a> {
+    pub first: bool,
+    pub lens: &'a str,
+    pub from: &'a str,
+    pub api: &'a str,
+    pub model: &'a str,
+    pub why: &'a str,
+    pub key: &'a str,
+}

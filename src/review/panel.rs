@@ -231,7 +231,7 @@ impl Shared {
         // No call to make is a failure with its reason, said once for the run, never a silent
         // "failed".
         if let (0, Some(why)) = (input.calls.len(), &input.nothing_fits) {
-            let message = crate::render::notice::nothing_fits(why);
+            let message = why.to_string();
             self.notice_once(&format!("warning: {message}"));
             return Outcome::failed(&spec, message);
         }
@@ -264,7 +264,7 @@ impl Shared {
             {
                 Ok(answer) => {
                     if let Some(notice) = &answer.notice {
-                        self.notice_once(notice);
+                        self.notice_once(&notice.to_string());
                     }
                     answered += 1;
                     findings.extend(answer.response.findings);
@@ -430,15 +430,16 @@ impl Shared {
         let key = registry::backend(api).billed_to().unwrap_or("an API key");
         // Once per run: the first paid dispatch is the one the user must hear about.
         let first = !self.billing_warned.swap(true, Ordering::SeqCst);
-        (self.panel.notices)(&crate::render::notice::billing_warning(
+        let warning = crate::review::notice::BillingFallback {
             first,
-            spec.name.as_str(),
-            spec.backend.as_str(),
-            api.as_str(),
+            lens: spec.name.as_str(),
+            from: spec.backend.as_str(),
+            api: api.as_str(),
             model,
-            &why.message,
+            why: &why.message,
             key,
-        ));
+        };
+        (self.panel.notices)(&warning.to_string());
     }
 
     /// One call on `backend`, retried once after a transient CLI failure (the API backends retry

@@ -226,7 +226,7 @@ pub async fn review_with(
 
 /// Evidence of the round's snapshot: where it came from and what it holds, or why there is none.
 fn record_context(ev: &crate::evidence::Evidence, report: &ContextReport) {
-    let note = crate::render::notice::context_note(report);
+    let note = report.note().map(|n| n.to_string());
     ev.record(&Record::Context {
         source: report.source.map(Source::as_str),
         files: report.files,

@@ -10,6 +10,7 @@ mod fake_github;
 mod faults;
 mod hardening;
 mod intake;
+mod layers;
 mod log_capture;
 mod pr;
 mod rules;

@@ -311,7 +311,7 @@ async fn a_server_without_tools_reviews_the_diff_alone_and_says_so() {
     .await
     .expect("answer");
     assert_eq!(answer.tool_calls, None);
-    let notice = answer.notice.expect("a notice");
+    let notice = answer.notice.expect("a notice").to_string();
     assert!(notice.contains("does not take tools"), "{notice}");
     let received = server.received();
     assert_eq!(received.len(), 2);

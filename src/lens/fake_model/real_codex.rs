@@ -227,7 +227,7 @@ async fn real_codex_whose_sandbox_cannot_start_reviews_the_diff_alone() {
     let answer = run.review(&wrapped, &fake).await.expect("an answer");
     assert_lens_json(&answer);
     assert_eq!(answer.tool_calls, Some(0));
-    let notice = answer.notice.as_deref().expect("a notice");
+    let notice = answer.notice.expect("a notice").to_string();
     // Why: the tail of the probe's stderr (after a warning of codex's own, under `/tmp`).
     assert!(
         notice.starts_with(
