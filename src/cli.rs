@@ -18,7 +18,7 @@ use crate::flow::{self, FlowCtx, Reason, ReviewRequest};
 use crate::github::{self, client::ClientLimits, model::RepoName};
 use crate::ids::PrNumber;
 use crate::lens::builtin::KeywordSearch;
-use crate::lens::{BackendKind, LensSpec};
+use crate::lens::LensSpec;
 use crate::redact::KnownSecrets;
 use crate::render::markdown::BodyOptions;
 use crate::render::{self, Format};
@@ -362,7 +362,7 @@ fn review(args: ReviewArgs, secrets: &KnownSecrets) -> Result<ExitCode, CliError
             let mut context = diff_context(args.checkout.as_deref(), &lenses)?;
             if let Some(dir) = &args.checkout
                 && config.review.repo_rules
-                && lenses.iter().any(|l| l.backend != BackendKind::Builtin)
+                && crate::lens::wants_snapshot(&lenses)
             {
                 context.rules = checkout_rules(dir, &diff);
             }
@@ -598,7 +598,7 @@ fn diff_context(checkout: Option<&Path>, lenses: &[LensSpec]) -> Result<Context,
                 CliError::Usage(format!("--checkout {}: {}", dir.display(), io_reason(&e)))
             });
     }
-    if lenses.iter().all(|l| l.backend == BackendKind::Builtin) {
+    if !crate::lens::wants_snapshot(lenses) {
         return Ok(Context::default());
     }
     let context = Context::missing(Unavailable::NoCheckout);

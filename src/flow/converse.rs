@@ -13,7 +13,7 @@ use crate::flow::FlowCtx;
 use crate::github::client::GithubError;
 use crate::github::model::{RepoName, ReviewComment};
 use crate::ids::{HeadSha, PrNumber};
-use crate::lens::{BackendKind, LensRequest, LensSpec, PrInfo, Provenance};
+use crate::lens::{LensRequest, LensSpec, PrInfo, Provenance};
 use crate::plan::{self, ThreadMessage};
 use crate::redact::redact;
 use crate::review::markers::{Outcome, ReplyMarker};
@@ -162,7 +162,7 @@ pub(super) async fn answer(
 /// prompts; for a finding only the builtin lens raised (its rules cannot weigh an argument),
 /// the panel's first model lens.
 fn answering_lens<'a>(thread: &Thread, lenses: &'a [LensSpec]) -> Option<&'a LensSpec> {
-    let model = |l: &&LensSpec| l.backend != BackendKind::Builtin;
+    let model = |l: &&LensSpec| l.is_model();
     thread
         .lenses
         .iter()

@@ -24,28 +24,21 @@ mod check;
 mod converse;
 mod gather;
 mod post;
+mod round;
 pub mod trigger;
 
 pub use gather::REPO_CONFIG_PATH;
 
 pub use crate::request::{Reason, ReviewRequest};
-use std::sync::Arc;
 
-use crate::config::{Config, ConfigError, PostMode, ReviewConfig};
-use crate::context::Context;
+use crate::config::{Config, ConfigError, ReviewConfig};
 use crate::diff::{Diff, ParseError};
-use crate::evidence::Record;
 use crate::github::client::{GithubClient, GithubError};
-use crate::ids::{HeadSha, LensName};
-use crate::lens::{BackendKind, LensSpec, LensStatus, PrInfo};
+use crate::ids::HeadSha;
+use crate::review::Report;
 use crate::review::gate::{self, SkipReason};
-use crate::review::markers::{ACTIONS_BOT, RoundMarker};
 use crate::review::notice::Notice;
 use crate::review::panel::{Panel, PanelObserver};
-use crate::review::rounds::{History, settle};
-use crate::review::scope;
-use crate::review::threads::{Rulings, Thread};
-use crate::review::{NotReviewed, NotReviewedReason, Report, pipeline};
 
 /// What the flow works with: GitHub, the operator's settings, the panel (credentials, the
 /// shared subscription slots, evidence) and who watches the lenses run. Nothing is read from
@@ -129,130 +122,32 @@ pub async fn review_pr(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOut
 
 async fn review_round(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOutcome, FlowError> {
     let (pull, settings, mut base) = gather::pull_and_settings(ctx, &req.repo, req.pr).await?;
-    let head = pull.head.clone();
-    let mut review = settings.review;
-    if let Some(fail_on) = req.fail_on {
-        review.fail_on = fail_on;
-    }
-    let site = check::Site {
-        repo: &req.repo,
-        pr: req.pr,
-        head: &head,
-    };
-    let checks = check::wanted(ctx, req.post);
-    let mut out = FlowOutcome {
-        reports: Vec::new(),
-        diff: Diff::default(),
-        notices: Vec::new(),
-        review,
-        head: head.clone(),
-        answers: Vec::new(),
-    };
-    out.notices
-        .extend(settings.raised.into_iter().map(Notice::CapNotRaised));
-    if let Some(asked) = req.head.as_ref().filter(|asked| **asked != head) {
-        out.notices.push(Notice::HeadMoved {
-            asked: asked.clone(),
-            reviewed: head.clone(),
-        });
-    }
+    let run = round::Run::new(ctx, req, &pull);
+    let mut out = run.outcome(settings.review, settings.raised);
 
-    // An event's ask counts only for the trigger label, or from someone who may write.
-    let asked = match &req.reason {
-        Reason::Labeled { label } => gate::labeled(label, &out.review),
-        Reason::Command { user } => {
-            let permission = gather::permission(ctx, &req.repo, user).await?;
-            gate::command(user, permission)
-        }
-        _ => Ok(()),
-    };
-    if let Err(reason) = asked {
+    if let Err(reason) = run.admit(&out.review).await? {
         return Ok(skip(out, req, reason));
     }
     if let Some(reason) = gate::skip_reason(&pull, &out.review) {
-        return Ok(gated(ctx, &site, checks, out, req, reason).await);
+        return Ok(gated(ctx, &run.site(), run.checks, out, req, reason).await);
     }
-
     let (diff, no_patch) = gather::files(ctx, &req.repo, req.pr, out.review.max_files).await?;
     out.diff = diff.clone();
     if gate::all_ignored(&diff, &no_patch, &out.review) {
-        return Ok(gated(ctx, &site, checks, out, req, SkipReason::AllIgnored).await);
+        let reason = SkipReason::AllIgnored;
+        return Ok(gated(ctx, &run.site(), run.checks, out, req, reason).await);
     }
-
-    let selection = ctx
-        .config
-        .select_lenses(&out.review, &req.lenses)
-        .map_err(FlowError::Lenses)?;
-    if selection.fallback {
-        out.notices.push(Notice::BuiltinOnly);
-    }
-    let lenses = selection.lenses;
-    let (identity, assumed) = gather::identity(ctx).await?;
-    let (reviews, mut comments) = gather::past_rounds(ctx, &req.repo, req.pr, &identity).await?;
-    // An App's token given to the Action posts as the App's bot, not the workflow's: say what
-    // to set when such rounds are passed over.
-    if assumed {
-        out.notices.extend(
-            identity
-                .other_bots_with_rounds(&reviews)
-                .into_iter()
-                .map(|login| Notice::RoundsNotCounted {
-                    login,
-                    own: ACTIONS_BOT,
-                }),
-        );
-    }
-    let pr_info = PrInfo {
-        title: pull.title.clone(),
-        body: pull.body.clone(),
-        number: req.pr,
-        head: head.clone(),
-    };
-    let wants_snapshot = lenses.iter().any(|l| l.backend != BackendKind::Builtin);
-    let mut snapshot = None;
+    let lenses = run.lenses(&mut out)?;
+    let mut past = run.past(&mut out.notices).await?;
 
     // Replies in our findings' threads are answered first, whatever else this run does (the
     // next round then counts what the answers settled).
-    // Only a writer's reply or resolution changes what counts: ask GitHub who wrote what.
-    let ours = |id| {
-        reviews
-            .iter()
-            .any(|r| r.id == id && RoundMarker::find(&r.body).is_some())
+    let at = round::Inputs {
+        lenses: &lenses,
+        diff: &diff,
+        snapshot_enabled: settings.snapshot,
     };
-    let unruled = Thread::collect(&comments, &identity, ours, &Rulings::default());
-    let rulings = gather::rulings(ctx, &req.repo, req.pr, &identity, &unruled).await?;
-    let threads = Thread::collect(&comments, &identity, ours, &rulings);
-    let pending = converse::pending(&threads);
-    let mut answered = converse::Answered::default();
-    if req.post && !pending.is_empty() {
-        let snap =
-            gather::snapshot_once(ctx, &req.repo, &head, wants_snapshot, settings.snapshot).await;
-        let at = converse::Site {
-            repo: &req.repo,
-            pr: req.pr,
-            head: &head,
-            pr_info: &pr_info,
-            diff: &diff,
-            checkout: match &snap {
-                Ok(Some(snapshot)) => snapshot.context().root,
-                _ => None,
-            },
-        };
-        answered = converse::answer(ctx, &at, &pending, &lenses, &mut out.notices).await;
-        comments.extend(answered.posted.iter().cloned());
-        out.answers.extend(answered.lenses.iter().cloned());
-        snapshot = Some(snap);
-    }
-    // The head's check run counts what the threads now leave standing: after answers, and
-    // while a writer's dispute or resolution keeps a finding out.
-    if checks && out.review.post != PostMode::PerLens {
-        let history = History::read(&reviews, &comments, &identity, &rulings, None);
-        if !answered.posted.is_empty() || history.any_settled() {
-            let fail_on = out.review.fail_on;
-            let withdrawn = answered.withdrawn;
-            check::after_answers(ctx, &site, &history, withdrawn, fail_on, &mut out.notices).await;
-        }
-    }
+    let snapshot = run.answer_replies(&at, &mut past, &mut out).await;
     if req.reason.is_reply() {
         if let Some(Ok(Some(snapshot))) = snapshot {
             snapshot.remove().await;
@@ -260,222 +155,16 @@ async fn review_round(ctx: &FlowCtx<'_>, req: &ReviewRequest) -> Result<FlowOutc
         return Ok(out);
     }
 
-    let per_lens = out.review.post == PostMode::PerLens;
-    let groups: Vec<Option<LensName>> = if per_lens {
-        lenses.iter().map(|l| Some(l.name.clone())).collect()
-    } else {
-        vec![None]
-    };
-    let histories: Vec<History> = groups
-        .iter()
-        .map(|lens| {
-            History::read(
-                &reviews,
-                &comments,
-                &identity,
-                &rulings,
-                lens.as_ref().map(LensName::as_str),
-            )
-        })
-        .collect();
-
-    // The trigger label still on the PR and a permitted command ask for a round now, even on a
-    // head already reviewed. A `labeled` event whose label is gone again was answered already
-    // (a redelivery, or a retried job after we took it off): no second round for it.
-    let label_asked = gate::trigger_label_on(&pull.labels, &out.review);
-    let commanded = matches!(req.reason, Reason::Command { .. });
-    let force = req.force || commanded || label_asked;
-    // Which groups still need a round on this head. An ask that a round answered already (a
-    // job run again after its round landed) forces nothing.
-    let mut todo = Vec::new();
-    let mut answered = false;
-    for (lens, history) in groups.iter().zip(&histories) {
-        let asked_again = req.ask.as_ref().is_some_and(|ask| history.answered(ask));
-        answered |= asked_again;
-        match history.reviewed(&head) {
-            Some(done) if !force || asked_again => {
-                let mut report = skipped(SkipReason::AlreadyReviewed, &head);
-                report.round = Some(done.round);
-                // A finding its thread took out (withdrawn, disputed, dismissed) no longer counts.
-                report.held_verdict = Some(match history.any_settled() {
-                    true => history.standing_verdict(),
-                    false => done.verdict,
-                });
-                out.notices.push(Notice::AlreadyReviewed {
-                    head: head.clone(),
-                    lens: lens.clone(),
-                    round: done.round,
-                    trigger_label: out.review.trigger_label.clone(),
-                });
-                out.reports.push(report);
-            }
-            _ => todo.push((lens.clone(), history)),
-        }
-    }
-    if todo.is_empty() {
-        if checks {
-            let done: Vec<&Report> = out.reports.iter().collect();
-            let fail_on = out.review.fail_on;
-            check::recover(ctx, &site, &done, &reviews, fail_on, &mut out.notices).await;
-        }
-        // The round landed before the label came off: take it off now.
-        if label_asked
-            && answered
-            && let Some(n) =
-                post::remove_trigger_label(ctx, &req.repo, req.pr, &out.review.trigger_label).await
-        {
-            out.notices.push(n);
-        }
+    let todo = run.still_to_review(&lenses, &past, &mut out);
+    if todo.groups.is_empty() {
+        run.nothing_to_review(&todo, &past, &mut out).await;
         return Ok(out);
     }
-    let run_lenses: Vec<LensSpec> = match per_lens {
-        true => lenses
-            .iter()
-            .filter(|l| todo.iter().any(|(n, _)| n.as_ref() == Some(&l.name)))
-            .cloned()
-            .collect(),
-        false => lenses.clone(),
-    };
-
-    // A later round reviews the interdiff since the last reviewed head, when that head is an
-    // ancestor of this one (all groups share the latest round's head in practice).
-    let latest = todo
-        .iter()
-        .filter_map(|(_, h)| h.latest())
-        .max_by_key(|m| m.round)
-        .cloned();
-    let (scoped, scope) = match &latest {
-        Some(last) if last.head != head => {
-            let cmp = gather::compare(ctx, &req.repo, &last.head, &head).await;
-            let (d, s) = scope::interdiff(&diff, cmp.as_ref(), &last.head, last.round);
-            (d, Some(s))
-        }
-        _ => (diff.clone(), None),
-    };
-
-    // The round starts: its check run says so while the panel runs.
-    let round = todo
-        .iter()
-        .map(|(_, h)| h.last_round() + 1)
-        .max()
-        .unwrap_or(1);
-    let run = match checks {
-        true => check::start(ctx, &site, round, &run_lenses, &mut out.notices).await,
-        false => None,
-    };
-
-    // One snapshot for the round, shared by every lens and call (and the answers before); none
-    // when only the builtin lens runs (it reads the diff alone).
-    let wants_snapshot = run_lenses.iter().any(|l| l.backend != BackendKind::Builtin);
-    let snapshot = match snapshot {
-        Some(snapshot) => snapshot,
-        None => {
-            gather::snapshot_once(ctx, &req.repo, &head, wants_snapshot, settings.snapshot).await
-        }
-    };
-    let mut context = match &snapshot {
-        Ok(Some(snapshot)) => snapshot.context(),
-        Ok(None) => Context::default(),
-        Err(why) => Context::missing(why.clone()),
-    };
-    // Rules are for prompts: the builtin lens alone takes none.
-    if out.review.repo_rules && wants_snapshot {
-        context.rules = gather::repo_rules(ctx, &req.repo, &mut base, &scoped).await?;
-    }
-    if wants_snapshot {
-        context.notes = gather::notes(ctx, &req.repo, &mut out.notices).await;
-    }
-    context.attributes = Arc::new(gather::attributes(&base));
-    out.notices.extend(Notice::for_context(&context.report));
-    let reviewed = pipeline::review_with(
-        scoped,
-        Some(&diff),
-        Some(pr_info),
-        &run_lenses,
-        &out.review,
-        context,
-        ctx.panel,
-        ctx.observer,
-    )
-    .await;
-    // The lenses are done with it; dropping it on an early return removes it too.
-    if let Ok(Some(snapshot)) = snapshot {
-        snapshot.remove().await;
-    }
-    let mut not_reviewed = reviewed.report.not_reviewed.clone();
-    not_reviewed.extend(no_patch.iter().map(|p| NotReviewed {
-        path: p.clone(),
-        reason: NotReviewedReason::NoPatch,
-    }));
-
-    let target = post::Target {
-        repo: &req.repo,
-        pr: req.pr,
-        review: &out.review,
-        per_lens,
-        identity: &identity,
-    };
-    let mut reports = Vec::new();
-    let mut notices = Vec::new();
-    for (lens, history) in todo {
-        let (findings, provenance) =
-            reviewed.for_lens(lens.as_ref(), out.review.min_blocking_confidence);
-        let all_answered = provenance.iter().all(|p| p.status == LensStatus::Ok);
-        let settled = settle(findings, history, &diff, all_answered);
-        if let Some(ev) = &ctx.panel.evidence {
-            for (f, why) in &settled.suppressed {
-                ev.record(&Record::Suppressed {
-                    fingerprint: &f.fingerprint,
-                    title: &f.title,
-                    reason: why,
-                });
-            }
-        }
-        // The pipeline's report, moved through: what the flow adds is set here, and every
-        // other field (what was dropped unfounded, the snapshot, the rules) is the pipeline's.
-        let mut report = Report {
-            head: Some(head.clone()),
-            round: Some(history.last_round() + 1),
-            ask: req.ask.clone(),
-            findings: settled.post,
-            carried_over: settled.carried,
-            lenses: provenance,
-            not_reviewed: not_reviewed.clone(),
-            scope: scope.clone(),
-            ..reviewed.report.clone()
-        };
-        if req.post && !report.all_lenses_failed() {
-            post::round(ctx, &target, &mut report, &mut notices).await?;
-            if report.posted {
-                converse::resolve(
-                    ctx,
-                    &req.repo,
-                    req.pr,
-                    &head,
-                    &settled.addressed,
-                    &mut notices,
-                )
-                .await;
-            }
-        } else if req.post {
-            notices.push(Notice::AllLensesFailed);
-        }
-        reports.push(report);
-    }
-    if let Some(id) = run {
-        let done: Vec<&Report> = reports.iter().collect();
-        check::finish(ctx, &site, id, &done, &out.review, per_lens, &mut notices).await;
-    }
-    // The ask is answered: take the trigger label off, so the next push is a normal round.
-    if label_asked
-        && reports.iter().any(|r| r.posted)
-        && let Some(n) =
-            post::remove_trigger_label(ctx, &req.repo, req.pr, &out.review.trigger_label).await
-    {
-        notices.push(n);
-    }
-    out.reports.extend(reports);
-    out.notices.extend(notices);
+    let prepared = run
+        .prepare(&todo, &at, snapshot, &mut base, &mut out)
+        .await?;
+    run.settle_and_post(todo, prepared, &diff, &no_patch, &past, &mut out)
+        .await?;
     Ok(out)
 }
 

@@ -108,7 +108,19 @@ impl Prices {
     }
 }
 
+/// Whether any of `lenses` reads the round's snapshot: a model lens does, the builtin lens reads
+/// the diff alone. A round downloads the archive only then.
+pub fn wants_snapshot(lenses: &[LensSpec]) -> bool {
+    lenses.iter().any(LensSpec::is_model)
+}
+
 impl LensSpec {
+    /// Whether it is a model lens: it takes a prompt (and reads the snapshot when there is
+    /// one); the builtin lens runs rules on the diff in process.
+    pub fn is_model(&self) -> bool {
+        registry::backend(self.backend).runs() != backend::Runs::InProcess
+    }
+
     /// The API backend a subscription lens may fall back to: its own vendor's, never another.
     pub fn fallback_backend(&self) -> Option<BackendKind> {
         registry::backend(self.backend).fallback()
