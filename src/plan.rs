@@ -123,24 +123,7 @@ pub fn plan(diff: &Diff, pr: Option<&PrInfo>, opts: &PlanOptions<'_>) -> Plan {
         .collect();
     let head = header(pr);
     let tail = crate::lens::contract::footer();
-    let fixed = tokens::estimate(&head)
-        + tokens::estimate(&tail)
-        + rules
-            .iter()
-            .map(|(_, i)| tokens::estimate(i) + 8)
-            .sum::<usize>()
-        + opts
-            .repo_rules
-            .iter()
-            .map(|r| tokens::estimate(&r.text) + 24)
-            .sum::<usize>()
-        + tokens::estimate(NOTES)
-        + opts
-            .notes
-            .iter()
-            .take(MAX_NOTES)
-            .map(|n| tokens::estimate(&n.reply) + tokens::estimate(&n.title) + 24)
-            .sum::<usize>();
+    let fixed = fixed_tokens(&head, &tail, &rules, opts);
     let budget = opts.token_budget * (100 - TOKEN_MARGIN_PERCENT) / 100;
     let room = budget.saturating_sub(fixed);
 
@@ -204,7 +187,61 @@ pub fn plan(diff: &Diff, pr: Option<&PrInfo>, opts: &PlanOptions<'_>) -> Plan {
     });
     drop(too_big);
 
-    let mut chunks: Vec<Vec<(usize, String, usize)>> = Vec::new();
+    let mut packed = pack(sections, room);
+    // An empty diff is still one call, so lenses answer (with no findings).
+    if packed.is_empty() && over_budget.is_empty() {
+        packed.push(Vec::new());
+    }
+    let frame = Frame {
+        head: &head,
+        tail: &tail,
+        rules: &rules,
+        fixed,
+    };
+    Plan {
+        chunks: packed
+            .into_iter()
+            .map(|sections| frame.chunk(diff, opts, &sections))
+            .collect(),
+        over_budget,
+        nothing_fits,
+    }
+}
+
+/// A file's rendered section of a prompt: its index in the diff, its text, its tokens.
+type Section = (usize, String, usize);
+
+/// The tokens every call carries whatever its files: the header, the footer, the path rules,
+/// the repository's rules and the notes.
+fn fixed_tokens(
+    head: &str,
+    tail: &str,
+    rules: &[(GlobMatcher, &str)],
+    opts: &PlanOptions<'_>,
+) -> usize {
+    tokens::estimate(head)
+        + tokens::estimate(tail)
+        + rules
+            .iter()
+            .map(|(_, i)| tokens::estimate(i) + 8)
+            .sum::<usize>()
+        + opts
+            .repo_rules
+            .iter()
+            .map(|r| tokens::estimate(&r.text) + 24)
+            .sum::<usize>()
+        + tokens::estimate(NOTES)
+        + opts
+            .notes
+            .iter()
+            .take(MAX_NOTES)
+            .map(|n| tokens::estimate(&n.reply) + tokens::estimate(&n.title) + 24)
+            .sum::<usize>()
+}
+
+/// The sections in order, a call's worth at a time: a new call when the next would pass `room`.
+fn pack(sections: Vec<Section>, room: usize) -> Vec<Vec<Section>> {
+    let mut chunks: Vec<Vec<Section>> = Vec::new();
     let mut used = 0;
     for section in sections {
         if chunks.is_empty() || used + section.2 > room {
@@ -216,54 +253,54 @@ pub fn plan(diff: &Diff, pr: Option<&PrInfo>, opts: &PlanOptions<'_>) -> Plan {
             last.push(section);
         }
     }
-    // An empty diff is still one call, so lenses answer (with no findings).
-    if chunks.is_empty() && over_budget.is_empty() {
-        chunks.push(Vec::new());
-    }
+    chunks
+}
 
-    let chunks = chunks
-        .into_iter()
-        .map(|sections| {
-            let keep: Vec<usize> = sections.iter().map(|s| s.0).collect();
-            let sub = diff.subset(|i, _| keep.binary_search(&i).is_ok());
-            let mut prompt = head.clone();
-            let mut rule_lines = String::new();
-            for (matcher, instructions) in &rules {
-                if sub.files().iter().any(|f| matcher.is_match(f.path())) {
-                    let _ = writeln!(
-                        rule_lines,
-                        "- For files matching `{}`: {instructions}",
-                        matcher.glob()
-                    );
-                }
+/// What every call's prompt shares around its files.
+struct Frame<'a> {
+    head: &'a str,
+    tail: &'a str,
+    rules: &'a [(GlobMatcher, &'a str)],
+    fixed: usize,
+}
+
+impl Frame<'_> {
+    /// One call: the header, the path rules, repository rules and notes for its files, its
+    /// files' sections as the untrusted diff, and the footer.
+    fn chunk(&self, diff: &Diff, opts: &PlanOptions<'_>, sections: &[Section]) -> Chunk {
+        let keep: Vec<usize> = sections.iter().map(|s| s.0).collect();
+        let sub = diff.subset(|i, _| keep.binary_search(&i).is_ok());
+        let mut prompt = self.head.to_owned();
+        let mut rule_lines = String::new();
+        for (matcher, instructions) in self.rules {
+            if sub.files().iter().any(|f| matcher.is_match(f.path())) {
+                let _ = writeln!(
+                    rule_lines,
+                    "- For files matching `{}`: {instructions}",
+                    matcher.glob()
+                );
             }
-            if !rule_lines.is_empty() {
-                prompt
-                    .push_str("Instructions for some files, from the repository's maintainers:\n");
-                prompt.push_str(&rule_lines);
-                prompt.push('\n');
-            }
-            repository_rules(&mut prompt, opts.repo_rules, &sub);
-            notes(&mut prompt, opts.notes, &sub);
-            prompt.push_str("<untrusted label=\"diff\">\n");
-            let mut tokens = fixed;
-            for (_, text, t) in &sections {
-                prompt.push_str(text);
-                tokens += t;
-            }
-            prompt.push_str("</untrusted>\n\n");
-            prompt.push_str(&tail);
-            Chunk {
-                prompt,
-                diff: sub,
-                tokens,
-            }
-        })
-        .collect();
-    Plan {
-        chunks,
-        over_budget,
-        nothing_fits,
+        }
+        if !rule_lines.is_empty() {
+            prompt.push_str("Instructions for some files, from the repository's maintainers:\n");
+            prompt.push_str(&rule_lines);
+            prompt.push('\n');
+        }
+        repository_rules(&mut prompt, opts.repo_rules, &sub);
+        notes(&mut prompt, opts.notes, &sub);
+        prompt.push_str("<untrusted label=\"diff\">\n");
+        let mut tokens = self.fixed;
+        for (_, text, t) in sections {
+            prompt.push_str(text);
+            tokens += t;
+        }
+        prompt.push_str("</untrusted>\n\n");
+        prompt.push_str(self.tail);
+        Chunk {
+            prompt,
+            diff: sub,
+            tokens,
+        }
     }
 }
 
