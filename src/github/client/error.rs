@@ -207,10 +207,7 @@ pub(super) fn error_chain(error: &(dyn StdError + 'static)) -> String {
 }
 
 pub(super) fn truncate(text: &str) -> String {
-    match text.char_indices().nth(MAX_ERROR_CHARS) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
-    }
+    crate::chars::cut(text, MAX_ERROR_CHARS, "…")
 }
 
 pub(super) fn request_id(headers: &HeaderMap) -> Option<String> {
@@ -251,7 +248,7 @@ pub(super) fn html_page(raw: &Raw) -> Option<String> {
     Some(match title {
         Some(t) => format!(
             "an HTML page (\u{201c}{}\u{201d}) instead of JSON",
-            t.chars().take(100).collect::<String>()
+            crate::chars::head(&t, 100)
         ),
         None => "an HTML page instead of JSON".to_owned(),
     })
