@@ -672,10 +672,7 @@ pub(crate) fn opening(text: &str, key: &str) -> String {
 
 /// `text` with every occurrence of the API key masked.
 pub(crate) fn scrub<'t>(text: &'t str, key: &str) -> Cow<'t, str> {
-    if key.is_empty() || !text.contains(key) {
-        return Cow::Borrowed(text);
-    }
-    Cow::Owned(text.replace(key, "[REDACTED api-key]"))
+    crate::redact::mask_value(text, key, "[REDACTED api-key]")
 }
 
 /// `scheme://host[:port]` of a URL: what messages name, never a path, query or user info.
