@@ -12,15 +12,17 @@
 //! - `--diff` runs the middle alone: `diff` → `review::pipeline` → `render`.
 //!
 //! Below them: `lens::contract` (what every lens answers), `diff`, `github` (the REST client),
-//! `config`, `ids`, `redact`, `evidence`, `request` (what a trigger asks for).
+//! `config`, `ids`, `redact`, `evidence`, `request` (what a trigger asks for), `chars` (text cut
+//! to a number of characters).
 //!
 //! Each module imports only from layers below its own; `tests/it/layers.rs` holds the code to
 //! the line after this one. Layers, bottom to top:
-//! `ids`, `unicode`, `par`, `timing`, `redact`, `attributes` < `credentials`, `diff`, `sanitize` <
-//! `lens`, `repo_rules` < `config`, `evidence` < `github`, `plan` < `context`, `doctor`, `request` <
-//! `review`, `store` < `render` < `flow` < `server` < `cli`
+//! `ids`, `chars`, `unicode`, `par`, `timing`, `redact`, `attributes` < `credentials`, `diff`,
+//! `sanitize` < `lens`, `repo_rules` < `config`, `evidence` < `github`, `plan` < `context`,
+//! `doctor`, `request` < `review`, `store` < `render` < `flow` < `server` < `cli`
 
 pub mod attributes;
+pub mod chars;
 pub mod cli;
 pub mod config;
 pub mod context;

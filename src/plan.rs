@@ -380,10 +380,7 @@ pub fn answer_prompt(
     let skip = thread.len().saturating_sub(MAX_MESSAGES);
     for m in &thread[skip..] {
         let body = sanitize(m.body).to_string();
-        let body = match body.char_indices().nth(MAX_MESSAGE_CHARS) {
-            Some((cut, _)) => format!("{}… (cut)", &body[..cut]),
-            None => body,
-        };
+        let body = crate::chars::cut(&body, MAX_MESSAGE_CHARS, "… (cut)");
         let _ = writeln!(
             said,
             "{} wrote:\n{}\n",

@@ -188,15 +188,10 @@ pub fn collect(reviews: Vec<(String, String)>, agents: Option<(String, String)>)
 /// At most `room` characters of `text`, cut at a line end when there is one in the last half;
 /// and whether anything was cut.
 fn cap(text: &str, room: usize) -> (String, bool) {
-    let Some((end, _)) = text.char_indices().nth(room) else {
-        return (text.to_owned(), false);
-    };
-    let head = &text[..end];
-    let end = match head.rfind('\n') {
-        Some(i) if i >= end / 2 => i,
-        _ => end,
-    };
-    (head[..end].trim_end().to_owned(), true)
+    match crate::chars::cut_at_line(text, room) {
+        Some(kept) => (kept.to_owned(), true),
+        None => (text.to_owned(), false),
+    }
 }
 
 #[cfg(test)]

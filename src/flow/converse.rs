@@ -289,9 +289,5 @@ pub(super) async fn resolve(
 
 /// A reply cut to what a learning keeps.
 fn capped(text: &str) -> String {
-    let text = text.trim();
-    match text.char_indices().nth(MAX_LEARNING_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
+    crate::chars::cut(text.trim(), MAX_LEARNING_CHARS, "…")
 }

@@ -158,8 +158,9 @@ impl AppCredentials {
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, AppCredentialsError> {
         let get = |name: &str| var(name).filter(|v| !v.trim().is_empty());
         let id = get(APP_ID_VAR).ok_or(AppCredentialsError::MissingAppId)?;
-        let issuer = AppIssuer::parse(&id)
-            .ok_or_else(|| AppCredentialsError::BadAppId(id.trim().chars().take(40).collect()))?;
+        let issuer = AppIssuer::parse(&id).ok_or_else(|| {
+            AppCredentialsError::BadAppId(crate::chars::head(id.trim(), 40).into())
+        })?;
         let (pem, source) = match (get(PRIVATE_KEY_VAR), get(PRIVATE_KEY_PATH_VAR)) {
             (Some(_), Some(_)) => return Err(AppCredentialsError::BothKeys),
             (None, None) => return Err(AppCredentialsError::MissingKey),

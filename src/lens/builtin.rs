@@ -573,10 +573,7 @@ fn masked_line(text: &str, secrets: &[redact::SecretMatch]) -> String {
         .filter(|&c| !c.is_control() && !unicode::is_hidden(c))
         .collect();
     const MAX: usize = 160;
-    match clean.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{} …", &clean[..cut]),
-        None => clean,
-    }
+    crate::chars::cut(&clean, MAX, " …")
 }
 
 /// `text` as a Markdown code span, whatever backticks it holds.

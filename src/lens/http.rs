@@ -17,6 +17,7 @@ use reqwest::{Client, StatusCode, Url};
 use serde_json::Value;
 
 use super::{Failure, FailureKind};
+use crate::chars::one_line;
 use crate::redact::redact;
 
 /// `max_tokens` / `max_completion_tokens` when the lens does not set `max_output_tokens`.
@@ -664,23 +665,14 @@ pub(crate) fn clean(text: &str) -> String {
     one_line(&redact(text), MAX_DETAIL_CHARS)
 }
 
-/// Whitespace runs collapsed to one space, at most `max` characters (an ellipsis marks a cut).
-pub(crate) fn one_line(text: &str, max: usize) -> String {
-    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if joined.chars().count() <= max {
-        return joined;
-    }
-    let mut cut: String = joined.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
+/// How an unreadable answer begins, for its failure message: cleaned, the key masked.
+pub(crate) fn opening(text: &str, key: &str) -> String {
+    scrub(&clean(crate::chars::head(text, 200)), key).into_owned()
 }
 
 /// `text` with every occurrence of the API key masked.
 pub(crate) fn scrub<'t>(text: &'t str, key: &str) -> Cow<'t, str> {
-    if key.is_empty() || !text.contains(key) {
-        return Cow::Borrowed(text);
-    }
-    Cow::Owned(text.replace(key, "[REDACTED api-key]"))
+    crate::redact::mask_value(text, key, "[REDACTED api-key]")
 }
 
 /// `scheme://host[:port]` of a URL: what messages name, never a path, query or user info.
@@ -1121,5 +1113,14 @@ pub(crate) mod tests {
     fn one_line_keeps_short_text_and_cuts_long_text() {
         assert_eq!(one_line(" a \n b\t", 10), "a b");
         assert_eq!(one_line("ééééé", 3), "éé…");
+    }
+
+    #[test]
+    fn server_text_loses_its_control_characters() {
+        // A terminal escape in an error body would recolour or rewrite the log line it lands in.
+        assert_eq!(
+            clean("quota \u{1b}[2K\u{1b}[31mexceeded\u{7}\r\n retry"),
+            "quota [2K[31mexceeded retry"
+        );
     }
 }

@@ -296,10 +296,7 @@ fn answer(body: &[u8], key: &str) -> Result<Answer, Failure> {
     let response = LensResponse::parse(&text).map_err(|e| {
         Failure::fatal(format!(
             "unreadable answer: {e}; it begins: {}",
-            http::scrub(
-                &http::clean(&text.chars().take(200).collect::<String>()),
-                key
-            )
+            http::opening(&text, key)
         ))
     })?;
     // Compatible servers may leave usage out or send half of it: record it only when whole.

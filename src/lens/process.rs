@@ -22,6 +22,7 @@ use tokio::process::{Child, Command};
 use tokio::time::{Instant, sleep, sleep_until, timeout};
 
 use super::{Failure, FailureKind};
+use crate::chars::{one_line, one_line_tail};
 
 /// Default cap on each of stdout and stderr.
 pub const DEFAULT_MAX_OUTPUT: usize = 8 << 20;
@@ -482,11 +483,11 @@ pub fn failure_of(e: ProcessError) -> Failure {
     match e {
         ProcessError::NotFound { program } => Failure::new(
             FailureKind::Missing,
-            format!("`{}` was not found", one_line(&program, 200, Keep::Head)),
+            format!("`{}` was not found", one_line(&program, 200)),
         ),
         ProcessError::Spawn { program, source } => Failure::fatal(format!(
             "`{}` could not be started: {source}",
-            one_line(&program, 200, Keep::Head)
+            one_line(&program, 200)
         )),
         ProcessError::Timeout { after, stderr, .. } => Failure::new(
             FailureKind::Timeout,
@@ -554,39 +555,16 @@ pub fn child_text(bytes: &[u8], max: usize, keep: Keep) -> String {
         Keep::Tail => &bytes[bytes.len().saturating_sub(window)..],
     };
     let text = String::from_utf8_lossy(slice);
-    one_line(&redact_text(&text), max, keep)
+    let text = redact_text(&text);
+    match keep {
+        Keep::Head => one_line(&text, max),
+        Keep::Tail => one_line_tail(&text, max),
+    }
 }
 
 /// The one place child output is masked before it is shown or stored.
 fn redact_text(text: &str) -> String {
     crate::redact::redact(text).into_owned()
-}
-
-/// Collapses whitespace runs (newlines included) to one space, drops control characters, and
-/// keeps at most `max` characters of the chosen end, marking the cut with `…`.
-fn one_line(text: &str, max: usize, keep: Keep) -> String {
-    let mut flat = String::with_capacity(text.len().min(max * 4));
-    let mut space = false;
-    for c in text.chars() {
-        if c.is_whitespace() {
-            space = !flat.is_empty();
-        } else if !c.is_control() {
-            if space {
-                flat.push(' ');
-                space = false;
-            }
-            flat.push(c);
-        }
-    }
-    let count = flat.chars().count();
-    if count <= max {
-        return flat;
-    }
-    let kept = max.saturating_sub(1);
-    match keep {
-        Keep::Head => format!("{}…", flat.chars().take(kept).collect::<String>()),
-        Keep::Tail => format!("…{}", flat.chars().skip(count - kept).collect::<String>()),
-    }
 }
 
 #[cfg(test)]

@@ -81,6 +81,15 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` with every occurrence of one known secret value replaced by `mark` (the key or token
+/// a request sent, which a server may echo whatever its shape). Borrows when it is absent.
+pub fn mask_value<'t>(text: &'t str, secret: &str, mark: &str) -> Cow<'t, str> {
+    if secret.is_empty() || !text.contains(secret) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(text.replace(secret, mark))
+}
+
 /// Every secret in `text`, in order, without overlaps (a specific rule wins over
 /// `generic-api-key`). See the module documentation for how this differs from [`redact`].
 pub fn find_secrets(text: &str) -> Vec<SecretMatch> {

@@ -637,6 +637,22 @@ fn separators() -> impl Strategy<Value = (&'static str, &'static str)> {
     ])
 }
 
+#[test]
+fn a_known_value_is_masked_wherever_it_is_echoed_and_nothing_else_is() {
+    let key = rand(ALNUM, 12, 7);
+    let text = format!("bad key {key}; you sent {key}!");
+    assert_eq!(
+        mask_value(&text, &key, "[REDACTED api-key]"),
+        "bad key [REDACTED api-key]; you sent [REDACTED api-key]!"
+    );
+    assert!(matches!(
+        mask_value("nothing here", &key, "[x]"),
+        Cow::Borrowed(_)
+    ));
+    // No value to look for masks nothing (an empty key would match between every character).
+    assert_eq!(mask_value("abc", "", "[x]"), "abc");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 

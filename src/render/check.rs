@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use crate::chars::fit;
 use crate::diff::Side;
 use crate::github::model::{Annotation, AnnotationLevel};
 use crate::ids::HeadSha;
@@ -158,10 +159,10 @@ pub fn annotations(findings: &[Finding]) -> Vec<Annotation> {
                 Severity::Blocking => AnnotationLevel::Failure,
                 Severity::Advisory => AnnotationLevel::Warning,
             },
-            title: cut(&markdown::title(f), MAX_ANNOTATION_TITLE_CHARS),
+            title: fit(&markdown::title(f), MAX_ANNOTATION_TITLE_CHARS),
             message: format!(
                 "{}\n\n({} confidence · {})",
-                cut(&clean(f.body.trim()), MAX_ANNOTATION_MESSAGE_CHARS),
+                fit(&clean(f.body.trim()), MAX_ANNOTATION_MESSAGE_CHARS),
                 f.confidence.as_str(),
                 f.lenses
                     .iter()
@@ -179,21 +180,11 @@ pub fn verdict_summary(verdict: Verdict) -> String {
 }
 
 fn cap(text: String) -> String {
-    match text.char_indices().nth(MAX_SUMMARY_CHARS - 40) {
-        Some((at, _)) => format!("{}\n\n… (cut to fit GitHub's limit)\n", &text[..at]),
-        None => text,
-    }
-}
-
-fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        // The last character kept makes room for the ellipsis.
-        Some(_) => {
-            let at = text.char_indices().nth(max - 1).map_or(0, |(at, _)| at);
-            format!("{}…", &text[..at])
-        }
-        None => text.to_owned(),
-    }
+    crate::chars::cut(
+        &text,
+        MAX_SUMMARY_CHARS - 40,
+        "\n\n… (cut to fit GitHub's limit)\n",
+    )
 }
 
 #[cfg(test)]

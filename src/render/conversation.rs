@@ -50,10 +50,7 @@ pub fn answer(
         })
         .filter(|s| !s.is_empty());
     let said = match said {
-        Some(text) => disarm::prose(&match text.char_indices().nth(MAX_ANSWER_CHARS) {
-            Some((cut, _)) => format!("{}… (truncated)", &text[..cut]),
-            None => text,
-        }),
+        Some(text) => disarm::prose(&crate::chars::cut(&text, MAX_ANSWER_CHARS, "… (truncated)")),
         None => match marker.outcome {
             Outcome::Holds => "The lens raised this finding again on the current code.".to_owned(),
             _ => "The lens did not raise this finding again on the current code.".to_owned(),

@@ -117,7 +117,7 @@ pub fn body(report: &Report, opts: &BodyOptions<'_>) -> String {
     for line in crate::render::capped_lenses(report) {
         let _ = writeln!(tail, "{line}\n");
     }
-    let mut tail = fit(tail, MAX_BODY_CHARS / 4);
+    let mut tail = fit_lines(tail, MAX_BODY_CHARS / 4);
     // What the round cost is the last visible line, right above the marker (one short line a
     // lens, so never cut).
     if let Some(line) = crate::render::cost_line(&report.lenses) {
@@ -136,7 +136,7 @@ pub fn body(report: &Report, opts: &BodyOptions<'_>) -> String {
         + tail.chars().count()
         + marker.as_ref().map_or(0, |m| m.chars().count())
         + 200;
-    let summaries = fit(summaries(report), MAX_BODY_CHARS / 4);
+    let summaries = fit_lines(summaries(report), MAX_BODY_CHARS / 4);
     let mut room = MAX_BODY_CHARS.saturating_sub(reserve + summaries.chars().count());
     list(&mut out, "Not on a changed line:", &off_diff, &mut room);
     out.push_str(&summaries);
@@ -203,10 +203,7 @@ fn summaries(report: &Report) -> String {
             continue;
         };
         let text = mask(summary);
-        let text = match text.char_indices().nth(MAX_SUMMARY_CHARS) {
-            Some((cut, _)) => format!("{}… (truncated)", &text[..cut]),
-            None => text,
-        };
+        let text = crate::chars::cut(&text, MAX_SUMMARY_CHARS, "… (truncated)");
         // One paragraph per lens: its own blank lines would split it from its name.
         let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
         let _ = writeln!(out, "**{}:** {}\n", p.lens, disarm::prose(&text));
@@ -215,7 +212,7 @@ fn summaries(report: &Report) -> String {
 }
 
 /// `text` cut to at most `max` characters at a line boundary.
-fn fit(text: String, max: usize) -> String {
+fn fit_lines(text: String, max: usize) -> String {
     if text.chars().count() <= max {
         return text;
     }
@@ -270,7 +267,7 @@ pub fn comment(f: &Finding) -> String {
     let text = format!(
         "{}. {}",
         masked_title(f),
-        truncate(&mask(f.body.trim()), MAX_COMMENT_BODY_CHARS)
+        cut_body(&mask(f.body.trim()), MAX_COMMENT_BODY_CHARS)
     );
     format!(
         "**{}.** {}\n\n{}({} confidence · {})\n{}",
@@ -316,24 +313,19 @@ pub(crate) fn title(f: &Finding) -> String {
 fn masked_title(f: &Finding) -> String {
     let one_line = crate::sanitize::sanitize_line(f.title.trim().trim_end_matches('.'));
     let masked = mask(&one_line);
-    match masked.char_indices().nth(MAX_TITLE_CHARS) {
-        Some((cut, _)) => format!("{} …", masked[..cut].trim_end()),
+    match crate::chars::cut_head(&masked, MAX_TITLE_CHARS) {
+        Some(kept) => format!("{} …", kept.trim_end()),
         None => masked,
     }
 }
 
 /// `text` cut to `max` characters, at a line break when one is near, with a code fence left
 /// open closed again (so nothing after it, the marker included, is swallowed into code).
-fn truncate(text: &str, max: usize) -> String {
-    let Some((cut, _)) = text.char_indices().nth(max) else {
+fn cut_body(text: &str, max: usize) -> String {
+    let Some(kept) = crate::chars::cut_at_line(text, max) else {
         return text.to_owned();
     };
-    let head = &text[..cut];
-    let head = match head.rfind('\n') {
-        Some(nl) if nl > cut / 2 => &head[..nl],
-        _ => head,
-    };
-    let mut out = head.trim_end().to_owned();
+    let mut out = kept.to_owned();
     let mut fence: Option<&str> = None;
     for line in out.lines() {
         let t = line.trim_start();

@@ -129,7 +129,7 @@ impl GithubClient {
         let request_id = request_id(&raw.headers);
         let message = format!(
             "{}{}",
-            scrub(
+            redact_with_token(
                 &truncate(&error_message(&raw.body).unwrap_or_else(|| {
                     html_page(raw)
                         .unwrap_or_else(|| String::from_utf8_lossy(&raw.body).trim().to_owned())
@@ -157,7 +157,7 @@ impl GithubClient {
             422 => {
                 let mut errors: Vec<String> = unprocessable_errors(&raw.body)
                     .iter()
-                    .map(|e| scrub(&truncate(e), raw.auth.as_ref()).into_owned())
+                    .map(|e| redact_with_token(&truncate(e), raw.auth.as_ref()).into_owned())
                     .collect();
                 if errors.is_empty() {
                     errors.push(message);
@@ -175,15 +175,19 @@ impl GithubClient {
     }
 }
 
-/// Redacts secrets and the token (or JWT) that was sent./// Redacts secrets and the token (or JWT) that was sent.
-pub(super) fn scrub<'a>(text: &'a str, token: Option<&SecretString>) -> std::borrow::Cow<'a, str> {
+/// Redacts secrets by their shape, and the token (or JWT) that was sent by its value.
+pub(super) fn redact_with_token<'a>(
+    text: &'a str,
+    token: Option<&SecretString>,
+) -> std::borrow::Cow<'a, str> {
     let redacted = redact(text);
-    match token.map(|t| t.expose_secret()) {
-        Some(token) if !token.is_empty() && redacted.contains(token) => {
-            std::borrow::Cow::Owned(redacted.replace(token, "[REDACTED token]"))
-        }
-        _ => redacted,
+    if let Some(token) = token
+        && let std::borrow::Cow::Owned(masked) =
+            crate::redact::mask_value(&redacted, token.expose_secret(), "[REDACTED token]")
+    {
+        return std::borrow::Cow::Owned(masked);
     }
+    redacted
 }
 
 /// The messages of an error and its sources, without octocrab's backtraces.
@@ -207,10 +211,7 @@ pub(super) fn error_chain(error: &(dyn StdError + 'static)) -> String {
 }
 
 pub(super) fn truncate(text: &str) -> String {
-    match text.char_indices().nth(MAX_ERROR_CHARS) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
-    }
+    crate::chars::cut(text, MAX_ERROR_CHARS, "…")
 }
 
 pub(super) fn request_id(headers: &HeaderMap) -> Option<String> {
@@ -251,7 +252,7 @@ pub(super) fn html_page(raw: &Raw) -> Option<String> {
     Some(match title {
         Some(t) => format!(
             "an HTML page (\u{201c}{}\u{201d}) instead of JSON",
-            t.chars().take(100).collect::<String>()
+            crate::chars::head(&t, 100)
         ),
         None => "an HTML page instead of JSON".to_owned(),
     })

@@ -12,8 +12,8 @@ use serde::de::DeserializeOwned;
 
 use super::auth::TokenSource;
 use super::error::{
-    GithubError, error_chain, error_message, fmt_wait, html_page, request_id, request_id_suffix,
-    scrub, truncate,
+    GithubError, error_chain, error_message, fmt_wait, html_page, redact_with_token, request_id,
+    request_id_suffix, truncate,
 };
 use super::{
     ACCEPT_JSON, GithubClient, MAX_BODY_BYTES, MAX_PAGES, MAX_RATE_LIMIT_WAITS,
@@ -129,7 +129,7 @@ impl GithubClient {
                     return Err(GithubError::TooLarge { what: what.clone() });
                 }
                 Err(AttemptError::Transport(reason)) => {
-                    let reason = scrub(&reason, auth.as_ref()).into_owned();
+                    let reason = redact_with_token(&reason, auth.as_ref()).into_owned();
                     if write {
                         return Err(GithubError::WriteUncertain {
                             what: what.clone(),

@@ -305,7 +305,7 @@ impl FakeModel {
             ));
         }
         for t in self.tool_results() {
-            let text: String = t.text.chars().take(300).collect();
+            let text = crate::chars::head(&t.text, 300);
             out.push_str(&format!("result {} error={}: {text:?}\n", t.id, t.is_error));
         }
         out

@@ -10,7 +10,7 @@ use regex::bytes::RegexBuilder;
 use crate::redact::redact;
 
 use super::confine::{Skipped, open_file, target, walk};
-use super::text::{STOPPED, clip, count, is_binary, show, size};
+use super::text::{STOPPED, clip_bytes, count, is_binary, show, size};
 use super::{GREP, RepoTools, ToolResult, Until};
 
 /// Room kept under the result cap for the closing notes.
@@ -57,7 +57,7 @@ pub(super) fn grep(
         Err(e) => {
             return ToolResult::error(format!(
                 "{GREP}: bad pattern: {}",
-                clip(&e.to_string(), 600)
+                clip_bytes(&e.to_string(), 600)
             ));
         }
     };
@@ -113,7 +113,7 @@ pub(super) fn grep(
             if !regex.is_match(line) {
                 continue;
             }
-            let text = clip(&show(line), limits.grep_line_bytes);
+            let text = clip_bytes(&show(line), limits.grep_line_bytes);
             let hit = format!("{}:{}: {text}\n", entry.found.rel, n + 1);
             if s.matches == limits.grep_max_matches || s.out.len() + hit.len() > budget {
                 s.capped = true;
@@ -130,7 +130,11 @@ pub(super) fn grep(
     };
     let mut out = std::mem::take(&mut s.out);
     if s.matches == 0 {
-        let _ = write!(out, "no matches for `{}` in {where_}", clip(pattern, 200));
+        let _ = write!(
+            out,
+            "no matches for `{}` in {where_}",
+            clip_bytes(pattern, 200)
+        );
     } else if s.capped {
         let _ = write!(
             out,

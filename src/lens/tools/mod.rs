@@ -289,7 +289,7 @@ impl ToolResult {
 
     /// The cap every tool's result obeys, whatever the tool computed.
     fn cap(mut self, max_bytes: usize) -> Self {
-        if text::cut_at(
+        if text::cut_bytes(
             &mut self.content,
             max_bytes.saturating_sub(text::CUT_NOTE.len()),
         ) {
@@ -443,7 +443,7 @@ impl RepoTools {
                 .map(|a| list::list_files(self, a.path.as_deref(), until)),
             _ => Err(ToolResult::error(format!(
                 "unknown tool `{}`; the tools are {READ_FILE}, {GREP} and {LIST_FILES}",
-                text::clip(name, 64)
+                text::clip_bytes(name, 64)
             ))),
         };
         // Every result passes here: masked before the cap, so a cut never splits a secret.
@@ -519,8 +519,8 @@ impl ToolCallRecord {
             other => other.to_string(),
         };
         ToolCallRecord {
-            name: text::clip(name, 64),
-            arguments: text::clip(&arguments, RECORD_ARGUMENT_BYTES),
+            name: text::clip_bytes(name, 64),
+            arguments: text::clip_bytes(&arguments, RECORD_ARGUMENT_BYTES),
             bytes: result.bytes,
             capped: result.capped,
             is_error: result.is_error,

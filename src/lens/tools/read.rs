@@ -96,7 +96,7 @@ pub(super) fn read_file(
     let mut out = String::new();
     let mut long_lines = false;
     for (n, (mut line, cut)) in (start..).zip(around.mask(shown)) {
-        let cut = text::cut_at(&mut line, keep) || cut;
+        let cut = text::cut_bytes(&mut line, keep) || cut;
         let _ = writeln!(out, "{n}\t{line}");
         long_lines |= cut;
     }

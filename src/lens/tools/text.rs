@@ -1,5 +1,6 @@
-//! Bounded text: lines read with a cap on what is kept of each, cuts on character boundaries,
-//! and the binary-file test.
+//! Bounded text: lines read with a cap on what is kept of each, cuts to a byte budget on
+//! character boundaries (cuts to a number of characters are `crate::chars`'s), and the
+//! binary-file test.
 
 use std::io::{self, BufRead};
 
@@ -25,7 +26,7 @@ pub(super) fn is_binary(head: &[u8]) -> bool {
 }
 
 /// Cuts `s` to at most `max` bytes on a character boundary; true when it cut.
-pub(super) fn cut_at(s: &mut String, max: usize) -> bool {
+pub(super) fn cut_bytes(s: &mut String, max: usize) -> bool {
     if s.len() <= max {
         return false;
     }
@@ -35,9 +36,9 @@ pub(super) fn cut_at(s: &mut String, max: usize) -> bool {
 }
 
 /// `s` cut to at most `max` bytes, with `…` when cut.
-pub(super) fn clip(s: &str, max: usize) -> String {
+pub(super) fn clip_bytes(s: &str, max: usize) -> String {
     let mut out = s.to_owned();
-    if cut_at(&mut out, max) {
+    if cut_bytes(&mut out, max) {
         out.push('…');
     }
     out
