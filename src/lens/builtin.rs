@@ -192,6 +192,7 @@ static NEEDLES: LazyLock<[memmem::Finder<'static>; 5]> = LazyLock::new(|| {
 /// spare runs this while it reads the diff, so the review itself does not wait for it.
 pub fn prepare() {
     redact::prepare();
+    crate::attributes::prepare();
     LazyLock::force(&NEEDLES);
 }
 
