@@ -17,10 +17,16 @@
 //! | `console.log` | advisory | medium | may be intended output |
 //!
 //! Judgement calls:
-//! - `console.log` is not reported in tests (`test/`, `tests/`, `__tests__/`, `spec/`, `e2e/`,
-//!   `*.test.*`, `*.spec.*`), scripts and command-line entry points (`scripts/`, `bin/`) or
-//!   examples (`example/`, `examples/`), where printing is the point. The other debug checks
-//!   apply everywhere: a `breakpoint()` hangs CI as surely as production.
+//! - No debug check is made in tests (`test/`, `tests/`, `__tests__/`, `spec/`, `e2e/`,
+//!   `*.test.*`, `*.spec.*`, `test_*.py`, `*_test.go`, `conftest.py`) or examples (`example/`,
+//!   `examples/`): there a debug statement is what the file shows, or stops a test runner
+//!   visibly. `console.log` is not reported in scripts and command-line entry points
+//!   (`scripts/`, `bin/`) either, where printing is the point; the other debug checks are.
+//! - The hidden-character checks read program text and the config and data files a program
+//!   parses, and any file whose kind is not known. Prose and translation catalogs (Markdown,
+//!   reStructuredText, `.txt`, `.po`, `.xliff`, `.strings`, …) take only the tag-character
+//!   check: their marks and joiners are how some languages are written. PostScript, `.ai`,
+//!   `.eps` and `.svg` take none: their text is drawing data ([`kinds`]).
 //! - Debug statements in comments or inside string literals (judged on the line alone) are not
 //!   reported.
 //! - `=======` counts only when the same file's added lines also hold a `<<<<<<<`, `|||||||`
@@ -54,8 +60,10 @@ use crate::lens::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec
 use crate::redact;
 use crate::unicode::{self, Hidden};
 
+mod kinds;
 mod secrets;
 
+use kinds::{TextKind, printing_allowed, test_or_example, text_kind};
 use secrets::{KeywordLines, is_lockfile};
 pub use secrets::{KeywordSearch, SecretKeywords, remember_secrets, search_keywords};
 
@@ -196,10 +204,12 @@ pub fn prepare() {
     LazyLock::force(&NEEDLES);
 }
 
-/// What the whole file's text (all sides) may contain: checks it cannot trigger are skipped.
+/// What the whole file's text (all sides) may contain, and what kind of file it is: checks it
+/// cannot trigger, or that do not apply to it, are skipped.
 struct FileCtx {
     lang: Lang,
-    unicode: bool,
+    /// Which hidden-character checks apply; `None` when the text is all ASCII.
+    unicode: Option<TextKind>,
     dbg: bool,
     console: bool,
     debugger: bool,
@@ -211,13 +221,19 @@ impl FileCtx {
     fn new(path: &str, text: &[u8]) -> Self {
         let lang = lang_of(path);
         let has = |i: usize| NEEDLES[i].find(text).is_some();
+        // In tests and examples a debug statement is what the file runs or shows.
+        let debug = lang != Lang::Other && !test_or_example(path);
+        let unicode = match text.is_ascii() {
+            true => None,
+            false => Some(text_kind(path)).filter(|k| *k != TextKind::NotText),
+        };
         FileCtx {
             lang,
-            unicode: !text.is_ascii(),
-            dbg: lang == Lang::Rust && has(0),
-            console: lang == Lang::Js && !printing_allowed(path) && has(1),
-            debugger: lang == Lang::Js && has(2),
-            python_debug: lang == Lang::Python && (has(3) || has(4)),
+            unicode,
+            dbg: debug && lang == Lang::Rust && has(0),
+            console: debug && lang == Lang::Js && !printing_allowed(path) && has(1),
+            debugger: debug && lang == Lang::Js && has(2),
+            python_debug: debug && lang == Lang::Python && (has(3) || has(4)),
             lockfile: is_lockfile(path),
         }
     }
@@ -270,7 +286,12 @@ fn scan_line(
     hits: &mut Vec<Hit>,
 ) {
     let holds = |needle: &[u8]| memmem::find(bytes, needle).is_some();
-    let hidden = ctx.unicode && !bytes.is_ascii() && unicode::holds_hidden_bytes(bytes);
+    let hidden = !bytes.is_ascii()
+        && match ctx.unicode {
+            Some(TextKind::Code) => unicode::holds_hidden_bytes(bytes),
+            Some(TextKind::Prose) => holds_tag_bytes(bytes),
+            Some(TextKind::NotText) | None => false,
+        };
     let may_fire = may_hold_secret
         || hidden
         || conflict_marker(bytes).is_some()
@@ -328,7 +349,12 @@ fn scan_text(
     }
 
     if hidden {
-        let (bidi, tags, invisible) = unicode_hits(text, line == 1);
+        let (mut bidi, tags, mut invisible) = unicode_hits(text, line == 1);
+        if ctx.unicode == Some(TextKind::Prose) {
+            // Marks and joiners are how some languages are written; tags are not.
+            bidi.clear();
+            invisible.clear();
+        }
         for (check, chars) in [
             (Check::Bidi, bidi),
             (Check::Tags, tags),
@@ -482,6 +508,12 @@ fn is_emoji(c: Option<char>) -> bool {
     c.is_some_and(|c| matches!(c, '\u{1F000}'..='\u{1FAFF}' | '\u{2600}'..='\u{27BF}' | '\u{FE0F}'))
 }
 
+/// Whether a line may hold a Unicode tag character (U+E0000–U+E007F: `F3 A0 80`/`81` in UTF-8).
+fn holds_tag_bytes(b: &[u8]) -> bool {
+    memchr::memchr_iter(0xF3, b)
+        .any(|i| b.get(i + 1) == Some(&0xA0) && matches!(b.get(i + 2), Some(0x80 | 0x81)))
+}
+
 /// The bidi controls, tag characters and other invisible characters of one line.
 fn unicode_hits(text: &str, first_line: bool) -> (Vec<char>, Vec<char>, Vec<char>) {
     let (mut bidi, mut tags, mut invisible) = (Vec::new(), Vec::new(), Vec::new());
@@ -531,27 +563,6 @@ fn lang_of(path: &str) -> Lang {
         "py" | "pyw" => Lang::Python,
         _ => Lang::Other,
     }
-}
-
-/// Paths where printing to the console is the point, not a leftover.
-fn printing_allowed(path: &str) -> bool {
-    let mut parts = path.split('/');
-    let file = parts.next_back().unwrap_or_default();
-    let dir_hit = path.split('/').rev().skip(1).any(|d| {
-        matches!(
-            d,
-            "test"
-                | "tests"
-                | "__tests__"
-                | "spec"
-                | "e2e"
-                | "scripts"
-                | "bin"
-                | "example"
-                | "examples"
-        )
-    });
-    dir_hit || file.contains(".test.") || file.contains(".spec.")
 }
 
 /// The line with every secret masked, control and invisible characters dropped, shortened.
@@ -1149,8 +1160,89 @@ mod tests {
         );
         assert!(r.findings[2].body.contains("3 Unicode tag characters"));
         // A BOM that is not at the start of the file is reported.
-        let bom = review_patch(&added("a.txt", &["x", "\u{FEFF}y"]));
+        let bom = review_patch(&added("a.py", &["x", "\u{FEFF}y"]));
         assert_eq!(only(&bom).line, 2);
+    }
+
+    #[test]
+    fn hidden_characters_only_where_a_program_reads_them() {
+        let titles_of = |path: &str, lines: &[&str]| -> Vec<String> {
+            let r = review_patch(&added(path, lines));
+            r.findings.iter().map(|f| f.title.clone()).collect()
+        };
+        // A Hebrew catalog's marks, a Persian zero-width non-joiner, Markdown: how people write.
+        let catalog = [
+            "msgid \"Save\"",
+            "msgstr \"\u{200F}\u{05E9}\u{05DE}\u{05D5}\u{05E8}\u{200E}\"",
+            "msgstr \"\u{0645}\u{06CC}\u{200C}\u{0634}\u{0648}\u{062F}\"",
+        ];
+        for path in [
+            "django/conf/locale/he/LC_MESSAGES/django.po",
+            "ios/he.lproj/Localizable.strings",
+            "l10n/he.xliff",
+            "docs/intro.md",
+        ] {
+            assert_eq!(titles_of(path, &catalog), Vec::<String>::new(), "{path}");
+        }
+        // Drawing data that git diffs as text: nothing, whatever it holds.
+        for path in ["art/logo.ai", "img/icon.svg", "fig/plot.eps"] {
+            assert_eq!(
+                titles_of(path, &["%\u{200B}\u{202E}\u{E0041}"]),
+                Vec::<String>::new(),
+                "{path}"
+            );
+        }
+        // Tag characters still count in prose: they smuggle text to AI readers.
+        assert_eq!(
+            titles_of("AGENTS.md", &["Be kind.\u{E0049}\u{E0067}\u{E006E}"]),
+            ["Hidden Unicode tag characters"]
+        );
+        // In code, a bidi control inside a string or a comment stays blocking.
+        let r = review_patch(&added(
+            "src/auth.js",
+            &["const role = \"user\u{202E} \u{2066}// admin\u{2069}\";"],
+        ));
+        assert_eq!(
+            (only(&r).title.as_str(), only(&r).severity),
+            (
+                "Bidirectional control character (Trojan Source)",
+                Severity::Blocking
+            )
+        );
+        // Config a program parses is code.
+        assert_eq!(
+            titles_of("config/app.json", &["{\"key\": \"a\u{200B}b\"}"]),
+            ["Invisible Unicode character"]
+        );
+    }
+
+    #[test]
+    fn no_debug_statement_findings_in_tests_or_examples() {
+        for (path, line) in [
+            ("tests/test_jobs.py", "    breakpoint()"),
+            ("app/test_views.py", "    import pdb; pdb.set_trace()"),
+            ("examples/demo.rs", "    dbg!(x);"),
+            ("web/__tests__/view.test.js", "  debugger;"),
+            ("examples/client.js", "console.log(reply);"),
+        ] {
+            assert_eq!(
+                review_patch(&added(path, &[line])).findings,
+                vec![],
+                "{path}"
+            );
+        }
+        // A script prints on purpose, but a breakpoint there still stops it.
+        assert_eq!(
+            titles(&review_patch(&added(
+                "scripts/release.py",
+                &["breakpoint()"]
+            ))),
+            [(
+                "scripts/release.py".to_owned(),
+                1,
+                "Leftover breakpoint() call".to_owned()
+            )]
+        );
     }
 
     #[test]
