@@ -35,12 +35,13 @@
 //!   are how emoji are written, not hidden text.
 //! - `generic-api-key` is not reported in lockfiles (integrity hashes and registry URLs).
 //!
-//! Findings are grouped: a contiguous run of lines with the same check (30 `console.log`
-//! lines in a row) becomes one finding spanning `start_line`..`line`; hits on separate lines
-//! are separate findings, so a later round that adds another one on a new line reports it
-//! (a finding's fingerprint is made from the lines it flags). A conflict finding spans its
-//! markers. Secrets are never shown: the body quotes the
-//! line with every secret masked.
+//! Findings are grouped: one finding per check (each secret rule its own) per file, so that a
+//! file can never flood a review. It is placed on the check's first run of lines (30
+//! `console.log` lines in a row span `start_line`..`line`; a conflict spans its first hunk's
+//! markers) and names the file's other lines in its body ("and 49 more lines (688, 714, …)").
+//! A finding's fingerprint is made from the lines it is placed on, so a later round that adds
+//! another hit of the same check further down the same file does not post it again. Secrets are
+//! never shown: the body quotes the first line with every secret masked.
 //!
 //! Every line is pre-filtered with cheap checks of its bytes, as the diff has them (an ASCII
 //! test before any look for hidden characters, a first byte for conflict markers, `memmem` for
@@ -619,44 +620,49 @@ fn grade(check: Check) -> (Severity, Confidence) {
     }
 }
 
-/// Groups hits into findings: one per contiguous run of a check (see the module
-/// documentation); a conflict's markers are one finding per hunk.
+/// Groups hits into findings: one per check in a file, placed on its first run of lines and
+/// naming the others (see the module documentation).
 fn group(path: &str, hits: Vec<Hit>) -> Vec<RawFinding> {
-    let mut groups: Vec<(Check, usize, Vec<Hit>)> = Vec::new();
+    let mut groups: Vec<(Check, Vec<Hit>)> = Vec::new();
     for h in hits {
-        match groups.iter_mut().find(|(c, k, members)| {
-            *c == h.check
-                && *k == h.hunk
-                && (h.check == Check::Conflict
-                    || members
-                        .last()
-                        .is_some_and(|m| m.line == h.line || m.line + 1 == h.line))
-        }) {
-            Some((_, _, members)) => members.push(h),
-            None => groups.push((h.check, h.hunk, vec![h])),
+        match groups.iter_mut().find(|(c, _)| *c == h.check) {
+            Some((_, members)) => members.push(h),
+            None => groups.push((h.check, vec![h])),
         }
     }
-    groups.sort_by_key(|(check, hunk, members)| (*hunk, members[0].line, *check));
+    groups.sort_by_key(|(check, members)| (members[0].hunk, members[0].line, *check));
     groups
         .into_iter()
-        .map(|(check, _, members)| finding(path, check, &members))
+        .map(|(check, members)| finding(path, check, &members))
         .collect()
 }
 
 fn finding(path: &str, check: Check, members: &[Hit]) -> RawFinding {
-    let mut lines: Vec<u32> = members.iter().map(|h| h.line).collect();
-    lines.dedup();
-    let first = lines[0];
-    let last = lines[lines.len() - 1];
-    let contiguous = usize::try_from(last - first).is_ok_and(|d| d + 1 == lines.len());
-    let span = check == Check::Conflict || contiguous;
-    let (line, start_line) = if span && last > first {
+    // The first run: a conflict's markers in its first hunk, else the first lines in a row.
+    let mut run: Vec<u32> = Vec::new();
+    let mut others: Vec<u32> = Vec::new();
+    for h in members {
+        let joins = match run.last() {
+            None => true,
+            Some(_) if !others.is_empty() => false,
+            Some(&last) => {
+                h.hunk == members[0].hunk
+                    && (check == Check::Conflict || last == h.line || last + 1 == h.line)
+            }
+        };
+        let to = if joins { &mut run } else { &mut others };
+        if to.last() != Some(&h.line) {
+            to.push(h.line);
+        }
+    }
+    let (first, last) = (run[0], run[run.len() - 1]);
+    let (line, start_line) = if last > first {
         (last, Some(first))
     } else {
         (first, None)
     };
     let (severity, confidence) = grade(check);
-    let at = Where::new(&lines, span);
+    let at = Where::new(&run, &others);
     let (title, body) = describe(check, members, &at);
     RawFinding {
         path: path.to_owned(),
@@ -672,26 +678,40 @@ fn finding(path: &str, check: Check, members: &[Hit]) -> RawFinding {
     }
 }
 
-/// How a finding names its lines: "Line 4 adds", "Lines 4 to 9 add", "Lines 4, 7 and 9 add".
+/// How a finding names its lines: "Line 4 adds", "Lines 4 to 9 add", "Line 4 and 2 more lines
+/// (7, 9) add": a file's other hits are named, not made findings of their own, so that one
+/// file cannot flood a review.
 struct Where {
     text: String,
     plural: bool,
 }
 
+/// How many of a finding's other lines it names.
+const OTHER_LINES_NAMED: usize = 10;
+
 impl Where {
-    fn new(lines: &[u32], span: bool) -> Self {
-        let text = match lines {
+    fn new(run: &[u32], others: &[u32]) -> Self {
+        let mut text = match run {
             [one] => format!("Line {one}"),
-            [first, .., last] if span => format!("Lines {first} to {last}"),
-            [init @ .., last] => {
-                let init: Vec<String> = init.iter().map(u32::to_string).collect();
-                format!("Lines {} and {last}", init.join(", "))
-            }
+            [first, .., last] => format!("Lines {first} to {last}"),
             [] => String::from("A line"),
         };
+        if !others.is_empty() {
+            let mut named: Vec<String> = others
+                .iter()
+                .take(OTHER_LINES_NAMED)
+                .map(u32::to_string)
+                .collect();
+            if others.len() > OTHER_LINES_NAMED {
+                named.push("…".to_owned());
+            }
+            let n = others.len();
+            let s = if n == 1 { "" } else { "s" };
+            text.push_str(&format!(" and {n} more line{s} ({})", named.join(", ")));
+        }
         Where {
             text,
-            plural: lines.len() > 1,
+            plural: run.len() + others.len() > 1,
         }
     }
 
@@ -1133,30 +1153,18 @@ mod tests {
                     Severity::Blocking,
                     Confidence::High
                 ),
-                (
-                    6,
-                    None,
-                    "Invisible Unicode character",
-                    Severity::Advisory,
-                    Confidence::Medium
-                ),
             ]
         );
         assert!(r.findings[0].body.contains(
             "U+202E RIGHT-TO-LEFT OVERRIDE, U+2066 LEFT-TO-RIGHT ISOLATE and U+2069 POP DIRECTIONAL ISOLATE"
         ));
-        // Lines 3 and 6 are not adjacent: a finding each, naming its own character.
+        // Lines 3 and 6 are one finding: one per rule per file, naming the other line.
         assert!(
-            r.findings[1]
-                .body
-                .starts_with("Line 3 contains U+200B ZERO WIDTH SPACE."),
+            r.findings[1].body.starts_with(
+                "Line 3 and 1 more line (6) contain U+200B ZERO WIDTH SPACE and U+00AD SOFT HYPHEN."
+            ),
             "{}",
             r.findings[1].body
-        );
-        assert!(
-            r.findings[3]
-                .body
-                .starts_with("Line 6 contains U+00AD SOFT HYPHEN.")
         );
         assert!(r.findings[2].body.contains("3 Unicode tag characters"));
         // A BOM that is not at the start of the file is reported.
@@ -1246,6 +1254,65 @@ mod tests {
     }
 
     #[test]
+    fn one_finding_per_rule_per_file() {
+        // An Illustrator-like flood, in code: 50 lines apart, each with a zero-width space.
+        let lines: Vec<String> = (0..50)
+            .flat_map(|i| [format!("let s{i} = \"a\u{200B}b\";"), String::from("x();")])
+            .collect();
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let r = review_patch(&added("src/flood.rs", &lines));
+        let f = only(&r);
+        assert_eq!((f.line, f.start_line), (1, None));
+        assert!(
+            f.body.starts_with(
+                "Line 1 and 49 more lines (3, 5, 7, 9, 11, 13, 15, 17, 19, 21, …) contain"
+            ),
+            "{}",
+            f.body
+        );
+        // Hits in other hunks join too; another rule, or another file, is its own finding.
+        let two_hunks = "diff --git a/a.js b/a.js\nindex 1111111..2222222 100644\n--- a/a.js\n+++ b/a.js\n\
+                         @@ -1,1 +1,3 @@\n x\n+debugger;\n+debugger;\n@@ -40,1 +42,2 @@\n y\n+debugger;\n";
+        let mut patch = two_hunks.to_owned();
+        patch.push_str(&added("b.js", &["debugger;", "console.log(1);"]));
+        let got: Vec<_> = review_patch(&patch)
+            .findings
+            .iter()
+            .map(|f| {
+                (
+                    f.path.clone(),
+                    f.start_line,
+                    f.line,
+                    f.body[..30].to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "a.js".to_owned(),
+                    Some(2),
+                    3,
+                    "Lines 2 to 3 and 1 more line (".to_owned()
+                ),
+                (
+                    "b.js".to_owned(),
+                    None,
+                    1,
+                    "Line 1 adds a `debugger` state".to_owned()
+                ),
+                (
+                    "b.js".to_owned(),
+                    None,
+                    2,
+                    "Line 2 calls `console.log`. Le".to_owned()
+                ),
+            ]
+        );
+    }
+
+    #[test]
     fn rust_dbg() {
         let r = review_patch(&added(
             "src/main.rs",
@@ -1264,23 +1331,17 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            vec![
-                (
-                    1,
-                    "Leftover dbg! macro",
-                    Severity::Advisory,
-                    Confidence::High
-                ),
-                (
-                    4,
-                    "Leftover dbg! macro",
-                    Severity::Advisory,
-                    Confidence::High
-                )
-            ]
+            vec![(
+                1,
+                "Leftover dbg! macro",
+                Severity::Advisory,
+                Confidence::High
+            )]
         );
         assert!(
-            r.findings[0].body.starts_with("Line 1 calls `dbg!`"),
+            r.findings[0]
+                .body
+                .starts_with("Line 1 and 1 more line (4) call `dbg!`"),
             "{}",
             r.findings[0].body
         );
@@ -1315,13 +1376,12 @@ mod tests {
                 "console.log (6);",
             ],
         ));
-        let lines: Vec<(Option<u32>, u32)> =
-            r.findings.iter().map(|f| (f.start_line, f.line)).collect();
-        assert_eq!(lines, [(None, 1), (None, 6)]);
+        let f = only(&r);
+        assert_eq!((f.start_line, f.line), (None, 1));
         assert!(
-            r.findings[0].body.starts_with("Line 1 calls"),
+            f.body.starts_with("Line 1 and 1 more line (6) call"),
             "{}",
-            r.findings[0].body
+            f.body
         );
 
         for path in [
