@@ -61,6 +61,8 @@ use crate::lens::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec
 use crate::redact;
 use crate::unicode::{self, Hidden};
 
+#[cfg(test)]
+mod corpus;
 mod kinds;
 mod secrets;
 
