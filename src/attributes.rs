@@ -91,10 +91,39 @@ impl Attributes {
     }
 }
 
-/// Linguist's vendor patterns that name first-party code as often as vendored code: fine for
-/// language statistics, not for keeping code from review (`cache/` is Django's own
-/// `django/core/cache/` backends).
-const NOT_VENDORED: &[&str] = &["(^|/)cache/"];
+/// Linguist's vendor patterns left out. Its list is for language statistics, which also leave
+/// out a repository's own configuration; a review must not. Out go CI and editor settings that
+/// run commands (`.github/`, `Jenkinsfile`, `.teamcity/`, `.vscode/`), build-tool wrappers
+/// that download and run the build (`gradlew`, `mvnw` and their `wrapper/` directories), git's
+/// own files (`.gitmodules` names the submodules' sources), and names as often first-party as
+/// third-party (`cache/`: Django's `django/core/cache/`; `env/`, `*.d.ts`, `fabfile.py`,
+/// `Vagrantfile`, `debian/`, ProGuard rules).
+const NOT_VENDORED: &[&str] = &[
+    r"(^|/)cache/",
+    r"(^|/)env/",
+    r"(.*?)\.d\.ts$",
+    r"(^|/)fabfile\.py$",
+    r"(^|/)Vagrantfile$",
+    r"^debian/",
+    r"(^|/)\.vscode/",
+    r"(^|/)\.gitattributes$",
+    r"(^|/)\.gitignore$",
+    r"(^|/)\.gitmodules$",
+    r"(^|/)gradlew$",
+    r"(^|/)gradlew\.bat$",
+    r"(^|/)gradle/wrapper/",
+    r"(^|/)mvnw$",
+    r"(^|/)mvnw\.cmd$",
+    r"(^|/)\.mvn/wrapper/",
+    r"(^|/)activator$",
+    r"(^|/)activator\.bat$",
+    r"(^|/)proguard\.pro$",
+    r"(^|/)proguard-rules\.pro$",
+    r"(^|/)Jenkinsfile$",
+    r"(^|/)\.gitpod\.Dockerfile$",
+    r"(^|/)\.github/",
+    r"(^|/)\.teamcity/",
+];
 
 /// Linguist's vendor patterns as one lazy DFA (no captures, bytes, ASCII classes): built in
 /// under a millisecond, where a `RegexSet` of the same patterns takes several.
@@ -257,6 +286,12 @@ mod tests {
             "django/contrib/admin/static/admin/js/actions.js",
             "docs/vendoring.md",
             "django/core/cache/backends/base.py",
+            ".github/workflows/ci.yml",
+            "Jenkinsfile",
+            ".gitmodules",
+            "gradle/wrapper/gradle-wrapper.properties",
+            "web/src/types.d.ts",
+            "debian/postinst",
             "locale/he/LC_MESSAGES/django.po",
             "src/min.js",
         ] {
