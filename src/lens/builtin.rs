@@ -26,7 +26,9 @@
 //!   parses, and any file whose kind is not known. Prose and translation catalogs (Markdown,
 //!   reStructuredText, `.txt`, `.po`, `.xliff`, `.strings`, …) take only the tag-character
 //!   check: their marks and joiners are how some languages are written. PostScript, `.ai`,
-//!   `.eps` and `.svg` take none: their text is drawing data ([`kinds`]).
+//!   `.eps` and `.svg` take none: their text is drawing data ([`kinds`]). A file that is not
+//!   UTF-8 (a legacy encoding) takes no invisible-character check: its byte pairs read as
+//!   invisible characters by accident; bidi controls and tags are still looked for.
 //! - Debug statements in comments or inside string literals (judged on the line alone) are not
 //!   reported.
 //! - `=======` counts only when the same file's added lines also hold a `<<<<<<<`, `|||||||`
@@ -213,6 +215,11 @@ struct FileCtx {
     lang: Lang,
     /// Which hidden-character checks apply; `None` when the text is all ASCII.
     unicode: Option<TextKind>,
+    /// Whether the file's text is UTF-8. In a legacy encoding (Shift JIS, EUC-JP, Big5) byte
+    /// pairs that read as a soft hyphen or U+0602 are ordinary letters: the invisible-character
+    /// check is not made there, while bidi controls and tags, whose encodings are three and
+    /// four bytes long, still are.
+    utf8: bool,
     dbg: bool,
     console: bool,
     debugger: bool,
@@ -230,9 +237,11 @@ impl FileCtx {
             true => None,
             false => Some(text_kind(path)).filter(|k| *k != TextKind::NotText),
         };
+        let utf8 = unicode.is_none() || simdutf8::basic::from_utf8(text).is_ok();
         FileCtx {
             lang,
             unicode,
+            utf8,
             dbg: debug && lang == Lang::Rust && has(0),
             console: debug && lang == Lang::Js && !printing_allowed(path) && has(1),
             debugger: debug && lang == Lang::Js && has(2),
@@ -356,6 +365,9 @@ fn scan_text(
         if ctx.unicode == Some(TextKind::Prose) {
             // Marks and joiners are how some languages are written; tags are not.
             bidi.clear();
+            invisible.clear();
+        }
+        if !ctx.utf8 {
             invisible.clear();
         }
         for (check, chars) in [
@@ -1223,6 +1235,26 @@ mod tests {
         assert_eq!(
             titles_of("config/app.json", &["{\"key\": \"a\u{200B}b\"}"]),
             ["Invisible Unicode character"]
+        );
+    }
+
+    #[test]
+    fn a_file_in_a_legacy_encoding_has_no_invisible_characters_but_keeps_bidi() {
+        // Shift JIS text whose bytes D8 82 (an ordinary pair there) read as U+0602 in UTF-8,
+        // with one byte (0x82 alone) that is not UTF-8 at all.
+        let mut patch = added("tests/SHIFT_JIS/page.xml", &["<p>x</p>", "<p>y</p>"]).into_bytes();
+        let at = patch.len() - "y</p>\n".len();
+        patch.splice(at..at, [0xD8, 0x82, 0x82, b' ']);
+        let r = review(&Diff::parse_static_bytes(patch.leak()).unwrap());
+        assert_eq!(r.findings, vec![]);
+        // A bidi control in such a file is still found.
+        let mut patch = added("src/legacy.c", &["/* x */", "int y;"]).into_bytes();
+        let at = patch.len() - "int y;\n".len();
+        patch.splice(at..at, [0x82, b' ', 0xE2, 0x80, 0xAE, b' ']);
+        let r = review(&Diff::parse_static_bytes(patch.leak()).unwrap());
+        assert_eq!(
+            only(&r).title,
+            "Bidirectional control character (Trojan Source)"
         );
     }
 
