@@ -211,15 +211,16 @@ pub fn prepare() {
 
 /// What the whole file's text (all sides) may contain, and what kind of file it is: checks it
 /// cannot trigger, or that do not apply to it, are skipped.
-struct FileCtx {
+struct FileCtx<'a> {
+    text: &'a [u8],
     lang: Lang,
     /// Which hidden-character checks apply; `None` when the text is all ASCII.
     unicode: Option<TextKind>,
     /// Whether the file's text is UTF-8. In a legacy encoding (Shift JIS, EUC-JP, Big5) byte
     /// pairs that read as a soft hyphen or U+0602 are ordinary letters: the invisible-character
     /// check is not made there, while bidi controls and tags, whose encodings are three and
-    /// four bytes long, still are.
-    utf8: bool,
+    /// four bytes long, still are. Decided on the file's first invisible character, once.
+    utf8: std::cell::OnceCell<bool>,
     dbg: bool,
     console: bool,
     debugger: bool,
@@ -227,8 +228,8 @@ struct FileCtx {
     lockfile: bool,
 }
 
-impl FileCtx {
-    fn new(path: &str, text: &[u8]) -> Self {
+impl<'a> FileCtx<'a> {
+    fn new(path: &str, text: &'a [u8]) -> Self {
         let lang = lang_of(path);
         let has = |i: usize| NEEDLES[i].find(text).is_some();
         // In tests and examples a debug statement is what the file runs or shows.
@@ -237,11 +238,11 @@ impl FileCtx {
             true => None,
             false => Some(text_kind(path)).filter(|k| *k != TextKind::NotText),
         };
-        let utf8 = unicode.is_none() || simdutf8::basic::from_utf8(text).is_ok();
         FileCtx {
+            text,
             lang,
             unicode,
-            utf8,
+            utf8: std::cell::OnceCell::new(),
             dbg: debug && lang == Lang::Rust && has(0),
             console: debug && lang == Lang::Js && !printing_allowed(path) && has(1),
             debugger: debug && lang == Lang::Js && has(2),
@@ -290,7 +291,7 @@ fn review_file<'a, H, L>(
 /// only when a byte check says that some check can fire on it.
 fn scan_line(
     diff: &Diff,
-    ctx: &FileCtx,
+    ctx: &FileCtx<'_>,
     hunk: usize,
     line: u32,
     bytes: &[u8],
@@ -319,7 +320,7 @@ fn scan_line(
 
 /// The checks of [`scan_line`] on a line that may fire one, as text.
 fn scan_text(
-    ctx: &FileCtx,
+    ctx: &FileCtx<'_>,
     hunk: usize,
     line: u32,
     text: &str,
@@ -367,7 +368,11 @@ fn scan_text(
             bidi.clear();
             invisible.clear();
         }
-        if !ctx.utf8 {
+        if !invisible.is_empty()
+            && !*ctx
+                .utf8
+                .get_or_init(|| simdutf8::basic::from_utf8(ctx.text).is_ok())
+        {
             invisible.clear();
         }
         for (check, chars) in [
