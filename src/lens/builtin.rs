@@ -17,10 +17,18 @@
 //! | `console.log` | advisory | medium | may be intended output |
 //!
 //! Judgement calls:
-//! - `console.log` is not reported in tests (`test/`, `tests/`, `__tests__/`, `spec/`, `e2e/`,
-//!   `*.test.*`, `*.spec.*`), scripts and command-line entry points (`scripts/`, `bin/`) or
-//!   examples (`example/`, `examples/`), where printing is the point. The other debug checks
-//!   apply everywhere: a `breakpoint()` hangs CI as surely as production.
+//! - No debug check is made in tests (`test/`, `tests/`, `__tests__/`, `spec/`, `e2e/`,
+//!   `*.test.*`, `*.spec.*`, `test_*.py`, `*_test.go`, `conftest.py`) or examples (`example/`,
+//!   `examples/`): there a debug statement is what the file shows, or stops a test runner
+//!   visibly. `console.log` is not reported in scripts and command-line entry points
+//!   (`scripts/`, `bin/`) either, where printing is the point; the other debug checks are.
+//! - The hidden-character checks read program text and the config and data files a program
+//!   parses, and any file whose kind is not known. Prose and translation catalogs (Markdown,
+//!   reStructuredText, `.txt`, `.po`, `.xliff`, `.strings`, …) take only the tag-character
+//!   check: their marks and joiners are how some languages are written. PostScript, `.ai`,
+//!   `.eps` and `.svg` take none: their text is drawing data ([`kinds`]). A file that is not
+//!   UTF-8 (a legacy encoding) takes no invisible-character check: its byte pairs read as
+//!   invisible characters by accident; bidi controls and tags are still looked for.
 //! - Debug statements in comments or inside string literals (judged on the line alone) are not
 //!   reported.
 //! - `=======` counts only when the same file's added lines also hold a `<<<<<<<`, `|||||||`
@@ -29,12 +37,13 @@
 //!   are how emoji are written, not hidden text.
 //! - `generic-api-key` is not reported in lockfiles (integrity hashes and registry URLs).
 //!
-//! Findings are grouped: a contiguous run of lines with the same check (30 `console.log`
-//! lines in a row) becomes one finding spanning `start_line`..`line`; hits on separate lines
-//! are separate findings, so a later round that adds another one on a new line reports it
-//! (a finding's fingerprint is made from the lines it flags). A conflict finding spans its
-//! markers. Secrets are never shown: the body quotes the
-//! line with every secret masked.
+//! Findings are grouped: one finding per check (each secret rule its own) per file, so that a
+//! file can never flood a review. It is placed on the check's first run of lines (30
+//! `console.log` lines in a row span `start_line`..`line`; a conflict spans its first hunk's
+//! markers) and names the file's other lines in its body ("and 49 more lines (688, 714, …)").
+//! A finding's fingerprint is made from the lines it is placed on, so a later round that adds
+//! another hit of the same check further down the same file does not post it again. Secrets are
+//! never shown: the body quotes the first line with every secret masked.
 //!
 //! Every line is pre-filtered with cheap checks of its bytes, as the diff has them (an ASCII
 //! test before any look for hidden characters, a first byte for conflict markers, `memmem` for
@@ -54,8 +63,12 @@ use crate::lens::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec
 use crate::redact;
 use crate::unicode::{self, Hidden};
 
+#[cfg(test)]
+mod corpus;
+mod kinds;
 mod secrets;
 
+use kinds::{TextKind, printing_allowed, test_or_example, text_kind};
 use secrets::{KeywordLines, is_lockfile};
 pub use secrets::{KeywordSearch, SecretKeywords, remember_secrets, search_keywords};
 
@@ -192,13 +205,22 @@ static NEEDLES: LazyLock<[memmem::Finder<'static>; 5]> = LazyLock::new(|| {
 /// spare runs this while it reads the diff, so the review itself does not wait for it.
 pub fn prepare() {
     redact::prepare();
+    crate::attributes::prepare();
     LazyLock::force(&NEEDLES);
 }
 
-/// What the whole file's text (all sides) may contain: checks it cannot trigger are skipped.
-struct FileCtx {
+/// What the whole file's text (all sides) may contain, and what kind of file it is: checks it
+/// cannot trigger, or that do not apply to it, are skipped.
+struct FileCtx<'a> {
+    text: &'a [u8],
     lang: Lang,
-    unicode: bool,
+    /// Which hidden-character checks apply; `None` when the text is all ASCII.
+    unicode: Option<TextKind>,
+    /// Whether the file's text is UTF-8. In a legacy encoding (Shift JIS, EUC-JP, Big5) byte
+    /// pairs that read as a soft hyphen or U+0602 are ordinary letters: the invisible-character
+    /// check is not made there, while bidi controls and tags, whose encodings are three and
+    /// four bytes long, still are. Decided on the file's first invisible character, once.
+    utf8: std::cell::OnceCell<bool>,
     dbg: bool,
     console: bool,
     debugger: bool,
@@ -206,17 +228,25 @@ struct FileCtx {
     lockfile: bool,
 }
 
-impl FileCtx {
-    fn new(path: &str, text: &[u8]) -> Self {
+impl<'a> FileCtx<'a> {
+    fn new(path: &str, text: &'a [u8]) -> Self {
         let lang = lang_of(path);
         let has = |i: usize| NEEDLES[i].find(text).is_some();
+        // In tests and examples a debug statement is what the file runs or shows.
+        let debug = lang != Lang::Other && !test_or_example(path);
+        let unicode = match text.is_ascii() {
+            true => None,
+            false => Some(text_kind(path)).filter(|k| *k != TextKind::NotText),
+        };
         FileCtx {
+            text,
             lang,
-            unicode: !text.is_ascii(),
-            dbg: lang == Lang::Rust && has(0),
-            console: lang == Lang::Js && !printing_allowed(path) && has(1),
-            debugger: lang == Lang::Js && has(2),
-            python_debug: lang == Lang::Python && (has(3) || has(4)),
+            unicode,
+            utf8: std::cell::OnceCell::new(),
+            dbg: debug && lang == Lang::Rust && has(0),
+            console: debug && lang == Lang::Js && !printing_allowed(path) && has(1),
+            debugger: debug && lang == Lang::Js && has(2),
+            python_debug: debug && lang == Lang::Python && (has(3) || has(4)),
             lockfile: is_lockfile(path),
         }
     }
@@ -261,7 +291,7 @@ fn review_file<'a, H, L>(
 /// only when a byte check says that some check can fire on it.
 fn scan_line(
     diff: &Diff,
-    ctx: &FileCtx,
+    ctx: &FileCtx<'_>,
     hunk: usize,
     line: u32,
     bytes: &[u8],
@@ -269,7 +299,12 @@ fn scan_line(
     hits: &mut Vec<Hit>,
 ) {
     let holds = |needle: &[u8]| memmem::find(bytes, needle).is_some();
-    let hidden = ctx.unicode && !bytes.is_ascii() && unicode::holds_hidden_bytes(bytes);
+    let hidden = !bytes.is_ascii()
+        && match ctx.unicode {
+            Some(TextKind::Code) => unicode::holds_hidden_bytes(bytes),
+            Some(TextKind::Prose) => holds_tag_bytes(bytes),
+            Some(TextKind::NotText) | None => false,
+        };
     let may_fire = may_hold_secret
         || hidden
         || conflict_marker(bytes).is_some()
@@ -285,7 +320,7 @@ fn scan_line(
 
 /// The checks of [`scan_line`] on a line that may fire one, as text.
 fn scan_text(
-    ctx: &FileCtx,
+    ctx: &FileCtx<'_>,
     hunk: usize,
     line: u32,
     text: &str,
@@ -327,7 +362,19 @@ fn scan_text(
     }
 
     if hidden {
-        let (bidi, tags, invisible) = unicode_hits(text, line == 1);
+        let (mut bidi, tags, mut invisible) = unicode_hits(text, line == 1);
+        if ctx.unicode == Some(TextKind::Prose) {
+            // Marks and joiners are how some languages are written; tags are not.
+            bidi.clear();
+            invisible.clear();
+        }
+        if !invisible.is_empty()
+            && !*ctx
+                .utf8
+                .get_or_init(|| simdutf8::basic::from_utf8(ctx.text).is_ok())
+        {
+            invisible.clear();
+        }
         for (check, chars) in [
             (Check::Bidi, bidi),
             (Check::Tags, tags),
@@ -481,6 +528,12 @@ fn is_emoji(c: Option<char>) -> bool {
     c.is_some_and(|c| matches!(c, '\u{1F000}'..='\u{1FAFF}' | '\u{2600}'..='\u{27BF}' | '\u{FE0F}'))
 }
 
+/// Whether a line may hold a Unicode tag character (U+E0000–U+E007F: `F3 A0 80`/`81` in UTF-8).
+fn holds_tag_bytes(b: &[u8]) -> bool {
+    memchr::memchr_iter(0xF3, b)
+        .any(|i| b.get(i + 1) == Some(&0xA0) && matches!(b.get(i + 2), Some(0x80 | 0x81)))
+}
+
 /// The bidi controls, tag characters and other invisible characters of one line.
 fn unicode_hits(text: &str, first_line: bool) -> (Vec<char>, Vec<char>, Vec<char>) {
     let (mut bidi, mut tags, mut invisible) = (Vec::new(), Vec::new(), Vec::new());
@@ -530,27 +583,6 @@ fn lang_of(path: &str) -> Lang {
         "py" | "pyw" => Lang::Python,
         _ => Lang::Other,
     }
-}
-
-/// Paths where printing to the console is the point, not a leftover.
-fn printing_allowed(path: &str) -> bool {
-    let mut parts = path.split('/');
-    let file = parts.next_back().unwrap_or_default();
-    let dir_hit = path.split('/').rev().skip(1).any(|d| {
-        matches!(
-            d,
-            "test"
-                | "tests"
-                | "__tests__"
-                | "spec"
-                | "e2e"
-                | "scripts"
-                | "bin"
-                | "example"
-                | "examples"
-        )
-    });
-    dir_hit || file.contains(".test.") || file.contains(".spec.")
 }
 
 /// The line with every secret masked, control and invisible characters dropped, shortened.
@@ -604,44 +636,49 @@ fn grade(check: Check) -> (Severity, Confidence) {
     }
 }
 
-/// Groups hits into findings: one per contiguous run of a check (see the module
-/// documentation); a conflict's markers are one finding per hunk.
+/// Groups hits into findings: one per check in a file, placed on its first run of lines and
+/// naming the others (see the module documentation).
 fn group(path: &str, hits: Vec<Hit>) -> Vec<RawFinding> {
-    let mut groups: Vec<(Check, usize, Vec<Hit>)> = Vec::new();
+    let mut groups: Vec<(Check, Vec<Hit>)> = Vec::new();
     for h in hits {
-        match groups.iter_mut().find(|(c, k, members)| {
-            *c == h.check
-                && *k == h.hunk
-                && (h.check == Check::Conflict
-                    || members
-                        .last()
-                        .is_some_and(|m| m.line == h.line || m.line + 1 == h.line))
-        }) {
-            Some((_, _, members)) => members.push(h),
-            None => groups.push((h.check, h.hunk, vec![h])),
+        match groups.iter_mut().find(|(c, _)| *c == h.check) {
+            Some((_, members)) => members.push(h),
+            None => groups.push((h.check, vec![h])),
         }
     }
-    groups.sort_by_key(|(check, hunk, members)| (*hunk, members[0].line, *check));
+    groups.sort_by_key(|(check, members)| (members[0].hunk, members[0].line, *check));
     groups
         .into_iter()
-        .map(|(check, _, members)| finding(path, check, &members))
+        .map(|(check, members)| finding(path, check, &members))
         .collect()
 }
 
 fn finding(path: &str, check: Check, members: &[Hit]) -> RawFinding {
-    let mut lines: Vec<u32> = members.iter().map(|h| h.line).collect();
-    lines.dedup();
-    let first = lines[0];
-    let last = lines[lines.len() - 1];
-    let contiguous = usize::try_from(last - first).is_ok_and(|d| d + 1 == lines.len());
-    let span = check == Check::Conflict || contiguous;
-    let (line, start_line) = if span && last > first {
+    // The first run: a conflict's markers in its first hunk, else the first lines in a row.
+    let mut run: Vec<u32> = Vec::new();
+    let mut others: Vec<u32> = Vec::new();
+    for h in members {
+        let joins = match run.last() {
+            None => true,
+            Some(_) if !others.is_empty() => false,
+            Some(&last) => {
+                h.hunk == members[0].hunk
+                    && (check == Check::Conflict || last == h.line || last + 1 == h.line)
+            }
+        };
+        let to = if joins { &mut run } else { &mut others };
+        if to.last() != Some(&h.line) {
+            to.push(h.line);
+        }
+    }
+    let (first, last) = (run[0], run[run.len() - 1]);
+    let (line, start_line) = if last > first {
         (last, Some(first))
     } else {
         (first, None)
     };
     let (severity, confidence) = grade(check);
-    let at = Where::new(&lines, span);
+    let at = Where::new(&run, &others);
     let (title, body) = describe(check, members, &at);
     RawFinding {
         path: path.to_owned(),
@@ -657,26 +694,40 @@ fn finding(path: &str, check: Check, members: &[Hit]) -> RawFinding {
     }
 }
 
-/// How a finding names its lines: "Line 4 adds", "Lines 4 to 9 add", "Lines 4, 7 and 9 add".
+/// How a finding names its lines: "Line 4 adds", "Lines 4 to 9 add", "Line 4 and 2 more lines
+/// (7, 9) add": a file's other hits are named, not made findings of their own, so that one
+/// file cannot flood a review.
 struct Where {
     text: String,
     plural: bool,
 }
 
+/// How many of a finding's other lines it names.
+const OTHER_LINES_NAMED: usize = 10;
+
 impl Where {
-    fn new(lines: &[u32], span: bool) -> Self {
-        let text = match lines {
+    fn new(run: &[u32], others: &[u32]) -> Self {
+        let mut text = match run {
             [one] => format!("Line {one}"),
-            [first, .., last] if span => format!("Lines {first} to {last}"),
-            [init @ .., last] => {
-                let init: Vec<String> = init.iter().map(u32::to_string).collect();
-                format!("Lines {} and {last}", init.join(", "))
-            }
+            [first, .., last] => format!("Lines {first} to {last}"),
             [] => String::from("A line"),
         };
+        if !others.is_empty() {
+            let mut named: Vec<String> = others
+                .iter()
+                .take(OTHER_LINES_NAMED)
+                .map(u32::to_string)
+                .collect();
+            if others.len() > OTHER_LINES_NAMED {
+                named.push("…".to_owned());
+            }
+            let n = others.len();
+            let s = if n == 1 { "" } else { "s" };
+            text.push_str(&format!(" and {n} more line{s} ({})", named.join(", ")));
+        }
         Where {
             text,
-            plural: lines.len() > 1,
+            plural: run.len() + others.len() > 1,
         }
     }
 
@@ -1118,35 +1169,183 @@ mod tests {
                     Severity::Blocking,
                     Confidence::High
                 ),
-                (
-                    6,
-                    None,
-                    "Invisible Unicode character",
-                    Severity::Advisory,
-                    Confidence::Medium
-                ),
             ]
         );
         assert!(r.findings[0].body.contains(
             "U+202E RIGHT-TO-LEFT OVERRIDE, U+2066 LEFT-TO-RIGHT ISOLATE and U+2069 POP DIRECTIONAL ISOLATE"
         ));
-        // Lines 3 and 6 are not adjacent: a finding each, naming its own character.
+        // Lines 3 and 6 are one finding: one per rule per file, naming the other line.
         assert!(
-            r.findings[1]
-                .body
-                .starts_with("Line 3 contains U+200B ZERO WIDTH SPACE."),
+            r.findings[1].body.starts_with(
+                "Line 3 and 1 more line (6) contain U+200B ZERO WIDTH SPACE and U+00AD SOFT HYPHEN."
+            ),
             "{}",
             r.findings[1].body
         );
-        assert!(
-            r.findings[3]
-                .body
-                .starts_with("Line 6 contains U+00AD SOFT HYPHEN.")
-        );
         assert!(r.findings[2].body.contains("3 Unicode tag characters"));
         // A BOM that is not at the start of the file is reported.
-        let bom = review_patch(&added("a.txt", &["x", "\u{FEFF}y"]));
+        let bom = review_patch(&added("a.py", &["x", "\u{FEFF}y"]));
         assert_eq!(only(&bom).line, 2);
+    }
+
+    #[test]
+    fn hidden_characters_only_where_a_program_reads_them() {
+        let titles_of = |path: &str, lines: &[&str]| -> Vec<String> {
+            let r = review_patch(&added(path, lines));
+            r.findings.iter().map(|f| f.title.clone()).collect()
+        };
+        // A Hebrew catalog's marks, a Persian zero-width non-joiner, Markdown: how people write.
+        let catalog = [
+            "msgid \"Save\"",
+            "msgstr \"\u{200F}\u{05E9}\u{05DE}\u{05D5}\u{05E8}\u{200E}\"",
+            "msgstr \"\u{0645}\u{06CC}\u{200C}\u{0634}\u{0648}\u{062F}\"",
+        ];
+        for path in [
+            "django/conf/locale/he/LC_MESSAGES/django.po",
+            "ios/he.lproj/Localizable.strings",
+            "l10n/he.xliff",
+            "docs/intro.md",
+        ] {
+            assert_eq!(titles_of(path, &catalog), Vec::<String>::new(), "{path}");
+        }
+        // Drawing data that git diffs as text: nothing, whatever it holds.
+        for path in ["art/logo.ai", "img/icon.svg", "fig/plot.eps"] {
+            assert_eq!(
+                titles_of(path, &["%\u{200B}\u{202E}\u{E0041}"]),
+                Vec::<String>::new(),
+                "{path}"
+            );
+        }
+        // Tag characters still count in prose: they smuggle text to AI readers.
+        assert_eq!(
+            titles_of("AGENTS.md", &["Be kind.\u{E0049}\u{E0067}\u{E006E}"]),
+            ["Hidden Unicode tag characters"]
+        );
+        // In code, a bidi control inside a string or a comment stays blocking.
+        let r = review_patch(&added(
+            "src/auth.js",
+            &["const role = \"user\u{202E} \u{2066}// admin\u{2069}\";"],
+        ));
+        assert_eq!(
+            (only(&r).title.as_str(), only(&r).severity),
+            (
+                "Bidirectional control character (Trojan Source)",
+                Severity::Blocking
+            )
+        );
+        // Config a program parses is code.
+        assert_eq!(
+            titles_of("config/app.json", &["{\"key\": \"a\u{200B}b\"}"]),
+            ["Invisible Unicode character"]
+        );
+    }
+
+    #[test]
+    fn a_file_in_a_legacy_encoding_has_no_invisible_characters_but_keeps_bidi() {
+        // Shift JIS text whose bytes D8 82 (an ordinary pair there) read as U+0602 in UTF-8,
+        // with one byte (0x82 alone) that is not UTF-8 at all.
+        let mut patch = added("tests/SHIFT_JIS/page.xml", &["<p>x</p>", "<p>y</p>"]).into_bytes();
+        let at = patch.len() - "y</p>\n".len();
+        patch.splice(at..at, [0xD8, 0x82, 0x82, b' ']);
+        let r = review(&Diff::parse_static_bytes(patch.leak()).unwrap());
+        assert_eq!(r.findings, vec![]);
+        // A bidi control in such a file is still found.
+        let mut patch = added("src/legacy.c", &["/* x */", "int y;"]).into_bytes();
+        let at = patch.len() - "int y;\n".len();
+        patch.splice(at..at, [0x82, b' ', 0xE2, 0x80, 0xAE, b' ']);
+        let r = review(&Diff::parse_static_bytes(patch.leak()).unwrap());
+        assert_eq!(
+            only(&r).title,
+            "Bidirectional control character (Trojan Source)"
+        );
+    }
+
+    #[test]
+    fn no_debug_statement_findings_in_tests_or_examples() {
+        for (path, line) in [
+            ("tests/test_jobs.py", "    breakpoint()"),
+            ("app/test_views.py", "    import pdb; pdb.set_trace()"),
+            ("examples/demo.rs", "    dbg!(x);"),
+            ("web/__tests__/view.test.js", "  debugger;"),
+            ("examples/client.js", "console.log(reply);"),
+        ] {
+            assert_eq!(
+                review_patch(&added(path, &[line])).findings,
+                vec![],
+                "{path}"
+            );
+        }
+        // A script prints on purpose, but a breakpoint there still stops it.
+        assert_eq!(
+            titles(&review_patch(&added(
+                "scripts/release.py",
+                &["breakpoint()"]
+            ))),
+            [(
+                "scripts/release.py".to_owned(),
+                1,
+                "Leftover breakpoint() call".to_owned()
+            )]
+        );
+    }
+
+    #[test]
+    fn one_finding_per_rule_per_file() {
+        // An Illustrator-like flood, in code: 50 lines apart, each with a zero-width space.
+        let lines: Vec<String> = (0..50)
+            .flat_map(|i| [format!("let s{i} = \"a\u{200B}b\";"), String::from("x();")])
+            .collect();
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let r = review_patch(&added("src/flood.rs", &lines));
+        let f = only(&r);
+        assert_eq!((f.line, f.start_line), (1, None));
+        assert!(
+            f.body.starts_with(
+                "Line 1 and 49 more lines (3, 5, 7, 9, 11, 13, 15, 17, 19, 21, …) contain"
+            ),
+            "{}",
+            f.body
+        );
+        // Hits in other hunks join too; another rule, or another file, is its own finding.
+        let two_hunks = "diff --git a/a.js b/a.js\nindex 1111111..2222222 100644\n--- a/a.js\n+++ b/a.js\n\
+                         @@ -1,1 +1,3 @@\n x\n+debugger;\n+debugger;\n@@ -40,1 +42,2 @@\n y\n+debugger;\n";
+        let mut patch = two_hunks.to_owned();
+        patch.push_str(&added("b.js", &["debugger;", "console.log(1);"]));
+        let got: Vec<_> = review_patch(&patch)
+            .findings
+            .iter()
+            .map(|f| {
+                (
+                    f.path.clone(),
+                    f.start_line,
+                    f.line,
+                    f.body[..30].to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "a.js".to_owned(),
+                    Some(2),
+                    3,
+                    "Lines 2 to 3 and 1 more line (".to_owned()
+                ),
+                (
+                    "b.js".to_owned(),
+                    None,
+                    1,
+                    "Line 1 adds a `debugger` state".to_owned()
+                ),
+                (
+                    "b.js".to_owned(),
+                    None,
+                    2,
+                    "Line 2 calls `console.log`. Le".to_owned()
+                ),
+            ]
+        );
     }
 
     #[test]
@@ -1168,23 +1367,17 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            vec![
-                (
-                    1,
-                    "Leftover dbg! macro",
-                    Severity::Advisory,
-                    Confidence::High
-                ),
-                (
-                    4,
-                    "Leftover dbg! macro",
-                    Severity::Advisory,
-                    Confidence::High
-                )
-            ]
+            vec![(
+                1,
+                "Leftover dbg! macro",
+                Severity::Advisory,
+                Confidence::High
+            )]
         );
         assert!(
-            r.findings[0].body.starts_with("Line 1 calls `dbg!`"),
+            r.findings[0]
+                .body
+                .starts_with("Line 1 and 1 more line (4) call `dbg!`"),
             "{}",
             r.findings[0].body
         );
@@ -1219,13 +1412,12 @@ mod tests {
                 "console.log (6);",
             ],
         ));
-        let lines: Vec<(Option<u32>, u32)> =
-            r.findings.iter().map(|f| (f.start_line, f.line)).collect();
-        assert_eq!(lines, [(None, 1), (None, 6)]);
+        let f = only(&r);
+        assert_eq!((f.start_line, f.line), (None, 1));
         assert!(
-            r.findings[0].body.starts_with("Line 1 calls"),
+            f.body.starts_with("Line 1 and 1 more line (6) call"),
             "{}",
-            r.findings[0].body
+            f.body
         );
 
         for path in [

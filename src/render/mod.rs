@@ -220,8 +220,12 @@ pub fn not_reviewed_reason(r: NotReviewedReason) -> &'static str {
         NotReviewedReason::TooLarge => "too large",
         NotReviewedReason::Ignored => "ignored by ignore_paths",
         NotReviewedReason::OverBudget => "over the token budget",
-        NotReviewedReason::Generated => "generated (linguist-generated in .gitattributes)",
-        NotReviewedReason::Vendored => "vendored (linguist-vendored in .gitattributes)",
+        NotReviewedReason::Generated => {
+            "generated (Linguist's defaults or linguist-generated in .gitattributes)"
+        }
+        NotReviewedReason::Vendored => {
+            "vendored (Linguist's defaults or linguist-vendored in .gitattributes)"
+        }
     }
 }
 

@@ -277,8 +277,9 @@ fn round_two_reviews_the_interdiff_and_does_not_repeat_unchanged_findings() {
         Some(0)
     );
 
-    // A push: the Python file is unchanged, the Rust file gains another `dbg!` line.
-    let lib2 = "@@ -1,4 +1,7 @@\n fn main() {\n-    run();\n+    let total = run();\n+    dbg!(&total);\n+    report(total);\n+    dbg!(\"done\");\n }\n \n";
+    // A push: the Python file is unchanged, the Rust file gains a line with a zero-width space
+    // (another rule: a second `dbg!` would join the file's first, one finding per rule a file).
+    let lib2 = "@@ -1,4 +1,7 @@\n fn main() {\n-    run();\n+    let total = run();\n+    dbg!(&total);\n+    report(total);\n+    let done = \"do\u{200B}ne\";\n }\n \n";
     let head2 = sha("head2");
     fake.set_head(
         REPO,
@@ -296,14 +297,14 @@ fn round_two_reviews_the_interdiff_and_does_not_repeat_unchanged_findings() {
         "ahead",
         vec![FileSpec::modified(
             "src/main.rs",
-            "@@ -3,3 +3,4 @@\n     dbg!(&total);\n     report(total);\n+    dbg!(\"done\");\n }\n",
+            "@@ -3,3 +3,4 @@\n     dbg!(&total);\n     report(total);\n+    let done = \"do\u{200B}ne\";\n }\n",
         )],
     );
     let o = run.review(&fake, Some(TOKEN), &["--post", "--format", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let doc = json(&o);
     assert_eq!(doc["round"], 2);
-    // Only the new dbg! is posted; the breakpoint and the first dbg! are carried over.
+    // Only the new line is posted; the breakpoint and the dbg! are carried over.
     let findings = doc["findings"].as_array().unwrap();
     assert_eq!(findings.len(), 1, "{findings:#?}");
     assert_eq!(findings[0]["line"], 5);

@@ -277,7 +277,8 @@ fn world_and(spec: PrSpec) -> FakeGithub {
     fake
 }
 
-/// PR #9: a hand-written file, a generated one, a vendored one, and one a later line unmarks.
+/// PR #9: a hand-written file, a generated one, a vendored one, one a later line unmarks, and
+/// Linguist's defaults: a lock file and a `node_modules/` file marked, a `vendor/` one unmarked.
 fn world_with_guards() -> FakeGithub {
     let fake = world_and(PrSpec {
         number: 9,
@@ -285,7 +286,10 @@ fn world_with_guards() -> FakeGithub {
             FileSpec::modified("src/main.rs", RS_PATCH),
             FileSpec::modified("api/v1/service.pb.go", RS_PATCH),
             FileSpec::modified("third_party/zlib/inflate.c", RS_PATCH),
-            FileSpec::modified("dist/keep.pb.go", RS_PATCH),
+            FileSpec::modified("gen/keep.pb.go", RS_PATCH),
+            FileSpec::modified("Cargo.lock", RS_PATCH),
+            FileSpec::modified("web/node_modules/left-pad/index.js", RS_PATCH),
+            FileSpec::modified("vendor/patched/lib.rs", RS_PATCH),
         ],
         ..PrSpec::default()
     });
@@ -293,7 +297,7 @@ fn world_with_guards() -> FakeGithub {
         REPO,
         "main",
         ".gitattributes",
-        "# generated code\n*.pb.go linguist-generated=true\nthird_party/** linguist-vendored\ndist/keep.pb.go -linguist-generated\n*.rs text eol=lf\n",
+        "# generated code\n*.pb.go linguist-generated=true\nthird_party/** linguist-vendored\ngen/keep.pb.go -linguist-generated\nvendor/patched/** -linguist-vendored\n*.rs text eol=lf\n",
     );
     // The PR's head cannot mark its own code as generated.
     for git_ref in ["changes".to_owned(), sha("head")] {
@@ -319,18 +323,20 @@ fn generated_and_vendored_files_are_listed_and_kept_from_the_lenses() {
         serde_json::json!([
             {"path": "api/v1/service.pb.go", "reason": "generated"},
             {"path": "third_party/zlib/inflate.c", "reason": "vendored"},
+            {"path": "Cargo.lock", "reason": "generated"},
+            {"path": "web/node_modules/left-pad/index.js", "reason": "vendored"},
         ])
     );
     let sent = request(&run, "rec");
     let diff = sent["diff"].as_str().unwrap();
     let prompt = sent["prompt"].as_str().unwrap();
-    for shown in ["src/main.rs", "dist/keep.pb.go"] {
+    for shown in ["src/main.rs", "gen/keep.pb.go", "vendor/patched/lib.rs"] {
         assert!(
             diff.contains(shown) && prompt.contains(shown),
             "{shown} in {diff}"
         );
     }
-    for kept in ["service.pb.go", "inflate.c"] {
+    for kept in ["service.pb.go", "inflate.c", "Cargo.lock", "left-pad"] {
         assert!(
             !diff.contains(kept) && !prompt.contains(kept),
             "{kept} in {diff}"
