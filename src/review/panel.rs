@@ -181,7 +181,7 @@ impl Panel {
 
 /// What one lens ended with, before it becomes a [`LensRun`].
 #[derive(Debug)]
-struct Outcome {
+struct LensOutcome {
     response: Option<LensResponse>,
     failure: Option<String>,
     actual_backend: BackendKind,
@@ -193,7 +193,7 @@ struct Outcome {
     calls: usize,
 }
 
-impl Outcome {
+impl LensOutcome {
     fn failed(spec: &LensSpec, message: String) -> Self {
         Self {
             response: None,
@@ -224,7 +224,7 @@ struct Shared {
 }
 
 impl Shared {
-    async fn run_lens(&self, spec: LensSpec, input: &PanelInput) -> Outcome {
+    async fn run_lens(&self, spec: LensSpec, input: &PanelInput) -> LensOutcome {
         if registry::backend(spec.backend).runs() == Runs::InProcess {
             return self.run_builtin(&spec, input).await;
         }
@@ -233,10 +233,10 @@ impl Shared {
         if let (0, Some(why)) = (input.calls.len(), &input.nothing_fits) {
             let message = why.to_string();
             self.notice_once(&format!("warning: {message}"));
-            return Outcome::failed(&spec, message);
+            return LensOutcome::failed(&spec, message);
         }
         let calls = input.calls.len();
-        let mut outcome = Outcome {
+        let mut outcome = LensOutcome {
             response: None,
             failure: None,
             actual_backend: spec.backend,
@@ -319,7 +319,7 @@ impl Shared {
         outcome
     }
 
-    async fn run_builtin(&self, spec: &LensSpec, input: &PanelInput) -> Outcome {
+    async fn run_builtin(&self, spec: &LensSpec, input: &PanelInput) -> LensOutcome {
         let result = if self.builtin_in_place {
             // A panic here is caught where the lens's task is joined, as a crash.
             Ok(builtin::review_with(
@@ -341,12 +341,12 @@ impl Shared {
             }
         };
         let mut outcome = match result {
-            Ok(response) => Outcome {
+            Ok(response) => LensOutcome {
                 response: Some(response),
                 failure: None,
-                ..Outcome::failed(spec, String::new())
+                ..LensOutcome::failed(spec, String::new())
             },
-            Err(e) => Outcome::failed(spec, e),
+            Err(e) => LensOutcome::failed(spec, e),
         };
         // The builtin lens has no model, whatever its spec says (`docs/contract.md` "JSON output").
         outcome.model = None;
@@ -359,7 +359,7 @@ impl Shared {
         &self,
         spec: &LensSpec,
         req: &LensRequest,
-        outcome: &mut Outcome,
+        outcome: &mut LensOutcome,
         call: usize,
         calls: usize,
     ) -> Result<Answer, Failure> {
@@ -559,7 +559,7 @@ fn millis(d: Duration) -> u64 {
 async fn run_with<F, Fut>(lenses: &[LensSpec], observer: &dyn PanelObserver, run: F) -> Vec<LensRun>
 where
     F: Fn(LensSpec) -> Fut,
-    Fut: Future<Output = Outcome> + Send + 'static,
+    Fut: Future<Output = LensOutcome> + Send + 'static,
 {
     let panel_started = Instant::now();
     let mut tasks = JoinSet::new();
@@ -586,7 +586,7 @@ where
             continue;
         };
         let spec = &lenses[i];
-        let outcome = outcome.unwrap_or_else(|| Outcome::failed(spec, CRASHED.to_owned()));
+        let outcome = outcome.unwrap_or_else(|| LensOutcome::failed(spec, CRASHED.to_owned()));
         let run = lens_run(spec, outcome, elapsed);
         observer.finished(&spec.name, run.provenance.status, elapsed);
         runs[i] = Some(run);
@@ -598,7 +598,7 @@ where
             run.unwrap_or_else(|| {
                 lens_run(
                     spec,
-                    Outcome::failed(spec, CRASHED.to_owned()),
+                    LensOutcome::failed(spec, CRASHED.to_owned()),
                     panel_started.elapsed(),
                 )
             })
@@ -607,7 +607,7 @@ where
 }
 
 /// A lens's outcome with its provenance, logged as it is recorded.
-fn lens_run(spec: &LensSpec, outcome: Outcome, elapsed: Duration) -> LensRun {
+fn lens_run(spec: &LensSpec, outcome: LensOutcome, elapsed: Duration) -> LensRun {
     // A lens that answered some calls but not all is failed (its findings still count).
     let status = if outcome.failure.is_none() && outcome.response.is_some() {
         LensStatus::Ok
@@ -822,11 +822,11 @@ mod tests {
             if spec.name.as_str() == "boom" {
                 panic!("lens bug");
             }
-            Outcome {
+            LensOutcome {
                 response: Some(LensResponse::default()),
                 failure: None,
                 usage: Some(Usage::default()),
-                ..Outcome::failed(&spec, String::new())
+                ..LensOutcome::failed(&spec, String::new())
             }
         })
         .await;

@@ -16,7 +16,7 @@ pub fn day_start(now_ms: i64) -> i64 {
 
 /// What the budget says of one round.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Verdict {
+pub enum Decision {
     Run,
     /// A day's budget is spent (`over`): wait until `until_ms`, the next UTC day.
     Wait {
@@ -59,13 +59,13 @@ impl Day {
 /// Whether a round asked for by `reason` runs, given what was spent today. A `/reviewbot
 /// review` runs whatever was spent: a maintainer asked for that one round (the flow checks that
 /// the commenter may write).
-pub fn verdict(day: &Day, reason: &Reason, now_ms: i64) -> Verdict {
+pub fn decide(day: &Day, reason: &Reason, now_ms: i64) -> Decision {
     match day.over() {
-        Some(over) if !matches!(reason, Reason::Command { .. }) => Verdict::Wait {
+        Some(over) if !matches!(reason, Reason::Command { .. }) => Decision::Wait {
             until_ms: day_start(now_ms) + DAY_MS,
             over,
         },
-        _ => Verdict::Run,
+        _ => Decision::Run,
     }
 }
 
@@ -94,26 +94,23 @@ mod tests {
     #[test]
     fn a_spent_budget_makes_rounds_wait_for_the_next_day_except_a_command() {
         let push = Reason::Synchronize;
-        let next_day = |spent| Verdict::Wait {
+        let next_day = |spent| Decision::Wait {
             until_ms: 1_796_342_400_000,
             over: Budget::Dollars { spent, budget: 5.0 },
         };
-        assert_eq!(verdict(&dollars(None, 1e9), &push, NOW), Verdict::Run);
-        assert_eq!(verdict(&dollars(Some(5.0), 4.99), &push, NOW), Verdict::Run);
-        assert_eq!(verdict(&dollars(Some(5.0), 5.0), &push, NOW), next_day(5.0));
+        assert_eq!(decide(&dollars(None, 1e9), &push, NOW), Decision::Run);
+        assert_eq!(decide(&dollars(Some(5.0), 4.99), &push, NOW), Decision::Run);
+        assert_eq!(decide(&dollars(Some(5.0), 5.0), &push, NOW), next_day(5.0));
         let label = Reason::Labeled {
             label: "reviewbot:review".into(),
         };
-        assert_eq!(
-            verdict(&dollars(Some(5.0), 7.0), &label, NOW),
-            next_day(7.0)
-        );
+        assert_eq!(decide(&dollars(Some(5.0), 7.0), &label, NOW), next_day(7.0));
         let command = Reason::Command {
             user: "maintainer".into(),
         };
         assert_eq!(
-            verdict(&dollars(Some(5.0), 7.0), &command, NOW),
-            Verdict::Run
+            decide(&dollars(Some(5.0), 7.0), &command, NOW),
+            Decision::Run
         );
     }
 
@@ -127,14 +124,14 @@ mod tests {
             spent_usd: 0.0,
             unpriced_tokens: 999_999,
         };
-        assert_eq!(verdict(&day, &push, NOW), Verdict::Run);
+        assert_eq!(decide(&day, &push, NOW), Decision::Run);
         let spent = Day {
             unpriced_tokens: 1_000_000,
             ..day
         };
         assert_eq!(
-            verdict(&spent, &push, NOW),
-            Verdict::Wait {
+            decide(&spent, &push, NOW),
+            Decision::Wait {
                 until_ms: 1_796_342_400_000,
                 over: Budget::Tokens {
                     spent: 1_000_000,
@@ -147,6 +144,6 @@ mod tests {
             budget_tokens: None,
             ..spent
         };
-        assert_eq!(verdict(&unbounded, &push, NOW), Verdict::Run);
+        assert_eq!(decide(&unbounded, &push, NOW), Decision::Run);
     }
 }

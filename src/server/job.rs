@@ -145,9 +145,9 @@ impl FlowRunner {
             Ok(day) => day,
             Err(e) => return Some(JobEnd::Failed(format!("reading today's cost failed: {e}"))),
         };
-        match budget::verdict(&day, &job.request.reason, now) {
-            budget::Verdict::Run => None,
-            budget::Verdict::Wait { until_ms, over } => {
+        match budget::decide(&day, &job.request.reason, now) {
+            budget::Decision::Run => None,
+            budget::Decision::Wait { until_ms, over } => {
                 for notice in flow::wait_for_budget(ctx, &job.request, &over).await {
                     tracing::info!(notice = %notice, "round waits");
                 }

@@ -14,7 +14,7 @@ pub use prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
 /// How a webhook delivery ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, EncodeLabelValue)]
 #[allow(non_camel_case_types)]
-pub enum Outcome {
+pub enum DeliveryOutcome {
     /// Stored, and asks for a round.
     accepted,
     /// A delivery id seen before: answered, nothing started.
@@ -31,7 +31,7 @@ pub enum Outcome {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct DeliveryLabels {
     event: &'static str,
-    outcome: Outcome,
+    outcome: DeliveryOutcome,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -175,7 +175,7 @@ impl Metrics {
     }
 
     /// One webhook delivery answered.
-    pub fn delivery(&self, event: &str, outcome: Outcome) {
+    pub fn delivery(&self, event: &str, outcome: DeliveryOutcome) {
         let labels = DeliveryLabels {
             event: event_label(event),
             outcome,
@@ -243,9 +243,9 @@ mod tests {
     #[test]
     fn families_are_named_as_documented() {
         let m = Metrics::new();
-        m.delivery("pull_request", Outcome::accepted);
-        m.delivery("pull_request", Outcome::accepted);
-        m.delivery("made-up-by-a-stranger", Outcome::bad_signature);
+        m.delivery("pull_request", DeliveryOutcome::accepted);
+        m.delivery("pull_request", DeliveryOutcome::accepted);
+        m.delivery("made-up-by-a-stranger", DeliveryOutcome::bad_signature);
         m.round_posted();
         m.lens_run("claude", "ok", 12.5, 1000, 200);
         m.github_request(201);

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use tracing::Instrument;
 
-use super::metrics::{Outcome, event_label};
+use super::metrics::{DeliveryOutcome, event_label};
 use super::{AppState, Intake, NewDelivery, Received};
 use crate::flow::trigger::request_for;
 use crate::github::events::Event;
@@ -22,12 +22,16 @@ use crate::ids::DeliveryId;
 /// delivery log.
 struct Answer {
     status: StatusCode,
-    outcome: Outcome,
+    outcome: DeliveryOutcome,
     text: Cow<'static, str>,
 }
 
 impl Answer {
-    fn new(status: StatusCode, outcome: Outcome, text: impl Into<Cow<'static, str>>) -> Self {
+    fn new(
+        status: StatusCode,
+        outcome: DeliveryOutcome,
+        text: impl Into<Cow<'static, str>>,
+    ) -> Self {
         Self {
             status,
             outcome,
@@ -36,14 +40,14 @@ impl Answer {
     }
 
     fn bad_request(text: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, Outcome::bad_request, text)
+        Self::new(StatusCode::BAD_REQUEST, DeliveryOutcome::bad_request, text)
     }
 
     /// The same answer for every signature failure.
     fn bad_signature() -> Self {
         Self::new(
             StatusCode::UNAUTHORIZED,
-            Outcome::bad_signature,
+            DeliveryOutcome::bad_signature,
             "bad signature\n",
         )
     }
@@ -52,7 +56,7 @@ impl Answer {
     fn store_unavailable() -> Self {
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            Outcome::store_error,
+            DeliveryOutcome::store_error,
             "store unavailable\n",
         )
     }
@@ -60,7 +64,7 @@ impl Answer {
     fn too_large() -> Self {
         Self::new(
             StatusCode::PAYLOAD_TOO_LARGE,
-            Outcome::too_large,
+            DeliveryOutcome::too_large,
             "body too large\n",
         )
     }
@@ -166,14 +170,18 @@ async fn receive<I: Intake>(
     .await;
     match stored {
         Ok(Ok(Received::Duplicate)) => {
-            Answer::new(StatusCode::OK, Outcome::duplicate, "duplicate\n")
+            Answer::new(StatusCode::OK, DeliveryOutcome::duplicate, "duplicate\n")
         }
         Ok(Ok(Received::New { job })) => match (&request, job) {
             (Some(req), job) => {
                 tracing::info!(pr = %req.pr, repo = %req.repo, job = ?job, "round requested");
-                Answer::new(StatusCode::ACCEPTED, Outcome::accepted, "accepted\n")
+                Answer::new(
+                    StatusCode::ACCEPTED,
+                    DeliveryOutcome::accepted,
+                    "accepted\n",
+                )
             }
-            (None, _) => Answer::new(StatusCode::OK, Outcome::ignored, "ignored\n"),
+            (None, _) => Answer::new(StatusCode::OK, DeliveryOutcome::ignored, "ignored\n"),
         },
         Ok(Err(e)) => {
             tracing::error!(error = %e, "the store did not take the delivery");
@@ -206,7 +214,7 @@ async fn read_body<I: Intake>(
         Ok(Err(_)) => Err(Answer::bad_request("body: could not be read\n")),
         Err(_) => Err(Answer::new(
             StatusCode::REQUEST_TIMEOUT,
-            Outcome::timeout,
+            DeliveryOutcome::timeout,
             "body too slow\n",
         )),
     }
