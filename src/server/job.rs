@@ -130,19 +130,13 @@ impl FlowRunner {
         }
         let now = now_ms();
         let since = budget::day_start(now);
-        let spent = async {
-            Ok::<_, crate::store::StoreError>(budget::Day {
+        let day = match self.store.spent_since(installation, since).await {
+            Ok(spent) => budget::Day {
                 budget_usd: serve.daily_budget_usd,
                 budget_tokens: serve.daily_budget_tokens,
-                spent_usd: self.store.spent_since(installation, since).await?,
-                unpriced_tokens: self
-                    .store
-                    .unpriced_tokens_since(installation, since)
-                    .await?,
-            })
-        };
-        let day = match spent.await {
-            Ok(day) => day,
+                spent_usd: spent.usd,
+                unpriced_tokens: spent.unpriced_tokens,
+            },
             Err(e) => return Some(JobEnd::Failed(format!("reading today's cost failed: {e}"))),
         };
         match budget::decide(&day, &job.request.reason, now) {

@@ -40,7 +40,7 @@ mod sqlite_intake;
 pub use delivery::{Accepted, NewDelivery};
 pub use learnings::{Learning, NewLearning};
 pub use queue::{Job, JobRecord, JobState};
-pub use record::{LensRunRecord, RoundRecord};
+pub use record::{LensRunRecord, RoundRecord, Spent};
 
 /// The migrations, one list a database, embedded with `include_str!` rather than sqlx's
 /// `migrate!` macro: the macro needs sqlx's proc-macro crates, which build a second copy of

@@ -26,6 +26,14 @@ pub struct RoundRecord {
     pub skipped: Option<String>,
 }
 
+/// What an installation's lens runs spent since some moment.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spent {
+    pub usd: f64,
+    /// Tokens of the runs with no cost.
+    pub unpriced_tokens: u64,
+}
+
 /// One lens run of a round: provenance, usage and cost.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LensRunRecord {
@@ -247,44 +255,28 @@ impl Store {
 }
 
 impl Store {
-    /// What `installation`'s lens runs recorded at or after `since` (unix milliseconds) cost,
-    /// in dollars; runs that reported no cost count as nothing.
+    /// What `installation`'s lens runs recorded at or after `since` (unix milliseconds) spent,
+    /// in one read: their cost in dollars (runs with none count as nothing), and the input and
+    /// output tokens of the runs with no cost, which only a token budget bounds.
     pub async fn spent_since(
         &self,
         installation: InstallationId,
         since_ms: i64,
-    ) -> Result<f64, StoreError> {
+    ) -> Result<Spent, StoreError> {
         on_pool!(&self.db, pool => {
-            let spent: Option<f64> = sqlx::query_scalar(
-                "SELECT SUM(cost_usd) FROM lens_runs WHERE installation = $1 AND recorded_at >= $2",
+            let (usd, tokens): (Option<f64>, i64) = sqlx::query_as(
+                "SELECT SUM(cost_usd), CAST(COALESCE(SUM(CASE WHEN cost_usd IS NULL \
+                 THEN COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0) ELSE 0 END), 0) \
+                 AS BIGINT) FROM lens_runs WHERE installation = $1 AND recorded_at >= $2",
             )
             .bind(to_i64(installation.0))
             .bind(since_ms)
             .fetch_one(pool)
             .await?;
-            Ok(spent.unwrap_or(0.0))
-        })
-    }
-
-    /// The tokens (input and output) of `installation`'s lens runs recorded at or after
-    /// `since` that have no cost: lenses without a price, whose spending only a token budget
-    /// bounds.
-    pub async fn unpriced_tokens_since(
-        &self,
-        installation: InstallationId,
-        since_ms: i64,
-    ) -> Result<u64, StoreError> {
-        on_pool!(&self.db, pool => {
-            let tokens: i64 = sqlx::query_scalar(
-                "SELECT CAST(COALESCE(SUM(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)), 0) \
-                 AS BIGINT) FROM lens_runs \
-                 WHERE installation = $1 AND recorded_at >= $2 AND cost_usd IS NULL",
-            )
-            .bind(to_i64(installation.0))
-            .bind(since_ms)
-            .fetch_one(pool)
-            .await?;
-            Ok(u64::try_from(tokens).unwrap_or(0))
+            Ok(Spent {
+                usd: usd.unwrap_or(0.0),
+                unpriced_tokens: u64::try_from(tokens).unwrap_or(0),
+            })
         })
     }
 }

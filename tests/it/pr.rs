@@ -140,6 +140,18 @@ pub(crate) fn lens(name: &str, script: &Path) -> String {
     )
 }
 
+/// A command lens `quiet.sh` in `dir` that reads its request and finds nothing.
+pub(crate) fn quiet_lens(dir: &Path) -> PathBuf {
+    let script = dir.join("quiet.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ncat >/dev/null\necho '{\"findings\":[]}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    script
+}
+
 /// A command lens that reports one finding off the diff (in a file the PR does not touch).
 fn off_diff_lens(dir: &Path) -> PathBuf {
     let script = dir.join("off-diff.sh");
@@ -1232,14 +1244,7 @@ fn a_first_round_reads_the_base_branch_in_one_query_whatever_the_directories() {
     assert_eq!(queries, 1);
     // A model lens reads the rules of the 20 directories too: one query more.
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("quiet.sh");
-    std::fs::write(
-        &script,
-        "#!/bin/sh\ncat >/dev/null\necho '{\"findings\":[]}'\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let (model, queries) = requests(&lens("quiet", &script));
+    let (model, queries) = requests(&lens("quiet", &quiet_lens(dir.path())));
     assert_eq!(model.len(), 6 + 1, "{model:#?}");
     assert_eq!(queries, 2);
 }

@@ -419,13 +419,7 @@ fn checkout_must_be_a_directory() {
 #[test]
 fn checkout_is_the_context_and_without_it_a_model_lens_hears_why_once() {
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("quiet.sh");
-    std::fs::write(
-        &script,
-        "#!/bin/sh\ncat >/dev/null\necho '{\"findings\":[]}'\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let script = crate::pr::quiet_lens(dir.path());
     let config = crate::cli::config(
         dir.path(),
         &format!("{}{}", lens("a", &script), lens("b", &script)),

@@ -722,30 +722,44 @@ async fn the_days_cost_is_summed_per_installation_and_a_job_waits(db: TestDb) {
             .unwrap();
     }
     assert_eq!(
-        store.spent_since(InstallationId(7), since).await.unwrap(),
+        store
+            .spent_since(InstallationId(7), since)
+            .await
+            .unwrap()
+            .usd,
         0.75
     );
     assert_eq!(
-        store.spent_since(InstallationId(8), since).await.unwrap(),
+        store
+            .spent_since(InstallationId(8), since)
+            .await
+            .unwrap()
+            .usd,
         9.0
     );
     assert_eq!(
-        store.spent_since(InstallationId(9), since).await.unwrap(),
+        store
+            .spent_since(InstallationId(9), since)
+            .await
+            .unwrap()
+            .usd,
         0.0
     );
     // The one run of installation 7 with no cost spent 10 + 2 tokens: the token budget's.
     assert_eq!(
         store
-            .unpriced_tokens_since(InstallationId(7), since)
+            .spent_since(InstallationId(7), since)
             .await
-            .unwrap(),
+            .unwrap()
+            .unpriced_tokens,
         12
     );
     assert_eq!(
         store
-            .unpriced_tokens_since(InstallationId(8), since)
+            .spent_since(InstallationId(8), since)
             .await
-            .unwrap(),
+            .unwrap()
+            .unpriced_tokens,
         0
     );
     // Runs recorded before the day began do not count.
@@ -754,7 +768,8 @@ async fn the_days_cost_is_summed_per_installation_and_a_job_waits(db: TestDb) {
         store
             .spent_since(InstallationId(7), tomorrow)
             .await
-            .unwrap(),
+            .unwrap()
+            .usd,
         0.0
     );
     assert_eq!(
