@@ -11,7 +11,7 @@ use super::backend::{Backend, CallEnv, Pending, Runs};
 use super::cli_env::{Cli, CliEnv, process_failure, scratch_dir};
 use super::preflight::{Check, PreflightEnv};
 use super::process::{self, DEFAULT_MAX_OUTPUT, ProcessError, ProcessOutput, ProcessSpec};
-use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec};
+use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec, Vendor};
 use crate::lens::contract::{schema_given, with_repository};
 
 /// One agent CLI.
@@ -95,6 +95,11 @@ impl<C: AgentCli> Backend for CliBackend<C> {
 
     fn fallback(&self) -> Option<BackendKind> {
         Some(C::FALLBACK)
+    }
+
+    /// The vendor of the API it falls back to: the same models.
+    fn vendor(&self) -> Vendor {
+        super::registry::backend(C::FALLBACK).vendor()
     }
 
     fn call<'a>(

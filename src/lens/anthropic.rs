@@ -21,7 +21,7 @@ use super::http::{
 };
 use super::preflight::PreflightEnv;
 use super::tools::{ToolCaps, ToolDef, ToolResult};
-use super::{Answer, BackendKind, Failure, LensRequest, LensSpec, Usage};
+use super::{Answer, BackendKind, Failure, LensRequest, LensSpec, Usage, Vendor};
 use crate::lens::contract::{LensResponse, response_schema};
 
 /// Used when `ANTHROPIC_BASE_URL` is unset; like the SDKs, without `/v1`.
@@ -97,6 +97,7 @@ pub struct Anthropic;
 
 impl ApiVendor for Anthropic {
     const KIND: BackendKind = BackendKind::Anthropic;
+    const VENDOR: Vendor = Vendor::Anthropic;
     const VARS: EnvVars = ANTHROPIC_VARS;
     const DEFAULT_BASE_URL: &'static str = DEFAULT_BASE_URL;
     const PATH: &'static str = "v1/messages";

@@ -15,12 +15,17 @@ use super::process::timed_out;
 use super::tools::{
     RepoTools, TOKENS_SPENT, ToolBudget, ToolCaps, ToolDef, ToolLimits, ToolResult, ToolSession,
 };
-use super::{Answer, AuthClass, BackendKind, Failure, FailureKind, LensRequest, LensSpec, Usage};
+use super::{
+    Answer, AuthClass, BackendKind, Failure, FailureKind, LensRequest, LensSpec, Usage, Vendor,
+};
 use crate::lens::contract::{schema_given, with_repository};
 
 /// One vendor's API: where it is, how it is asked, how it answers.
 pub(crate) trait ApiVendor: 'static {
     const KIND: BackendKind;
+    /// Who made the models it serves (an OpenAI-compatible server counts as OpenAI's: the
+    /// operator chose it in that vendor's place).
+    const VENDOR: Vendor;
     const VARS: EnvVars;
     /// Used when the base URL variable is unset.
     const DEFAULT_BASE_URL: &'static str;
@@ -113,6 +118,10 @@ impl<V: ApiVendor> Backend for ApiBackend<V> {
 
     fn runs(&self) -> Runs {
         Runs::Http
+    }
+
+    fn vendor(&self) -> Vendor {
+        V::VENDOR
     }
 
     fn billed_to(&self) -> Option<&'static str> {

@@ -13,7 +13,7 @@ use super::cli_env::CliEnv;
 use super::http::{ApiEnv, RetryPolicy};
 use super::preflight::{Check, PreflightEnv};
 use super::process::KILL_GRACE;
-use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec};
+use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec, Vendor};
 
 /// A boxed future borrowing its arguments: what a trait object can return.
 pub type Pending<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -54,6 +54,9 @@ pub trait Backend: Sync {
     fn auth_class(&self) -> AuthClass;
 
     fn runs(&self) -> Runs;
+
+    /// Who made the models it runs.
+    fn vendor(&self) -> Vendor;
 
     /// The API a subscription lens may fall back to: its own vendor's, never another.
     fn fallback(&self) -> Option<BackendKind> {

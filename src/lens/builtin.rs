@@ -59,7 +59,7 @@ use crate::diff::{ByteLine, Diff, FileDiff, LineKind, Side};
 use crate::lens::backend::{Backend, CallEnv, Pending, Runs};
 use crate::lens::contract::{Confidence, LensResponse, RawFinding, Severity};
 use crate::lens::preflight::{self, PreflightEnv};
-use crate::lens::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec};
+use crate::lens::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec, Vendor};
 use crate::redact;
 use crate::unicode::{self, Hidden};
 
@@ -87,6 +87,10 @@ impl Backend for Builtin {
 
     fn runs(&self) -> Runs {
         Runs::InProcess
+    }
+
+    fn vendor(&self) -> Vendor {
+        Vendor::None
     }
 
     fn call<'a>(

@@ -15,7 +15,7 @@ use super::process::{
     self, DEFAULT_MAX_OUTPUT, Keep, OUTPUT_EXCERPT_CHARS, ProcessSpec, STDERR_TAIL_CHARS,
     child_text, describe_status, excerpt_note, failure_of, stderr_note,
 };
-use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec, PrInfo};
+use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec, PrInfo, Vendor};
 use crate::lens::contract::with_repository;
 use crate::lens::contract::{LensResponse, response_schema};
 
@@ -49,6 +49,10 @@ impl Backend for Command {
 
     fn runs(&self) -> Runs {
         Runs::Process
+    }
+
+    fn vendor(&self) -> Vendor {
+        Vendor::Own
     }
 
     fn runs_named_program(&self) -> bool {

@@ -61,6 +61,20 @@ impl BackendKind {
     }
 }
 
+/// Who made the model behind a lens: cross-examination asks a lens of another vendor to check
+/// what one lens alone saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Vendor {
+    Anthropic,
+    Openai,
+    Google,
+    /// A `command` lens: its own vendor, the same only as itself.
+    Own,
+    /// No model (the builtin lens).
+    None,
+}
+
 /// How a backend is paid for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -119,6 +133,20 @@ impl LensSpec {
     /// one); the builtin lens runs rules on the diff in process.
     pub fn is_model(&self) -> bool {
         registry::backend(self.backend).runs() != backend::Runs::InProcess
+    }
+
+    /// Who made its model.
+    pub fn vendor(&self) -> Vendor {
+        registry::backend(self.backend).vendor()
+    }
+
+    /// Whether `other`'s model is of the same vendor as this lens's (a `command` lens is only
+    /// its own).
+    pub fn same_vendor(&self, other: &LensSpec) -> bool {
+        match self.vendor() {
+            Vendor::Own => self.name == other.name,
+            v => v == other.vendor(),
+        }
     }
 
     /// The API backend a subscription lens may fall back to: its own vendor's, never another.

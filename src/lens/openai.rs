@@ -22,7 +22,7 @@ use super::http::{
 };
 use super::preflight::PreflightEnv;
 use super::tools::{ToolCaps, ToolDef, ToolResult};
-use super::{Answer, BackendKind, Failure, LensRequest, LensSpec, Usage};
+use super::{Answer, BackendKind, Failure, LensRequest, LensSpec, Usage, Vendor};
 use crate::lens::contract::{LensResponse, response_schema};
 
 /// Used when `OPENAI_BASE_URL` is unset; like the SDKs, with `/v1`.
@@ -131,6 +131,7 @@ pub struct Openai;
 
 impl ApiVendor for Openai {
     const KIND: BackendKind = BackendKind::Openai;
+    const VENDOR: Vendor = Vendor::Openai;
     const VARS: EnvVars = OPENAI_VARS;
     const DEFAULT_BASE_URL: &'static str = DEFAULT_BASE_URL;
     const PATH: &'static str = "chat/completions";

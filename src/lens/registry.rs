@@ -40,6 +40,24 @@ mod tests {
     }
 
     #[test]
+    fn a_subscription_cli_is_of_its_apis_vendor_and_only_model_backends_have_one() {
+        use crate::lens::Vendor;
+        for kind in ALL {
+            let b = backend(kind);
+            if let Some(api) = b.fallback() {
+                assert_eq!(b.vendor(), backend(api).vendor(), "{}", kind.as_str());
+            }
+            let model = b.runs() != crate::lens::backend::Runs::InProcess;
+            assert_eq!(model, b.vendor() != Vendor::None, "{}", kind.as_str());
+        }
+        let mut a = crate::lens::LensSpec::new("a", BackendKind::Command);
+        let b = crate::lens::LensSpec::new("b", BackendKind::Command);
+        assert!(!a.same_vendor(&b) && a.same_vendor(&a.clone()));
+        a.backend = BackendKind::ClaudeCli;
+        assert!(a.same_vendor(&crate::lens::LensSpec::new("c", BackendKind::Anthropic)));
+    }
+
+    #[test]
     fn only_subscription_backends_fall_back_and_only_to_their_vendors_api() {
         for kind in ALL {
             let b = backend(kind);
