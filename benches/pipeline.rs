@@ -247,7 +247,7 @@ fn panel_benches(c: &mut Criterion) {
         pr: None,
         checkout: None,
     }));
-    let panel = Panel::from_env(SubscriptionSlots::new(2), false);
+    let panel = Panel::from_env(SubscriptionSlots::new(2), false, []);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -187,7 +187,7 @@ pub fn main() -> ExitCode {
         _ => init_logging(),
     }
     // Before anything can print, log or post: every credential is masked by value.
-    crate::credentials::remember_from_env();
+    crate::credentials::remember_from_env(&crate::lens::registry::secret_vars());
     // A command reviews once: what its review remembers is masked until the process ends (in
     // the error below too), not only while the review runs.
     let secrets = KnownSecrets::new();
@@ -314,7 +314,7 @@ fn doctor(args: DoctorArgs) -> Result<ExitCode, CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::Runtime(format!("cannot start the runtime: {e}")))?;
-    let mut env = crate::doctor::DoctorEnv::from_env(path);
+    let mut env = crate::doctor::DoctorEnv::from_env(&config, path);
     env.github.repo = repo;
     let report = runtime.block_on(crate::doctor::run(&config, &lenses, &env));
     write_stdout(&report.render());
@@ -340,6 +340,7 @@ fn review(args: ReviewArgs, secrets: &KnownSecrets) -> Result<ExitCode, CliError
     let mut panel = Panel::from_env(
         SubscriptionSlots::new(config.limits.subscription_concurrency),
         !args.common.no_api_fallback,
+        config.api_key_vars(),
     );
     panel.max_tool_calls = config.context.max_tool_calls;
     panel.max_call_tokens = config.context.max_call_tokens;
@@ -567,12 +568,22 @@ fn load_config(flag: Option<&Path>) -> Result<Config, CliError> {
         Some(path) => Config::load(&path).map_err(|e| CliError::Usage(e.to_string()))?,
         None => Config::default(),
     };
+    let handed = config
+        .lens
+        .iter()
+        .flat_map(|l| crate::lens::command::passed_through(&l.env));
     crate::credentials::remember_vars(
+        &crate::lens::registry::secret_vars(),
+        handed.chain(config.api_key_vars()),
+        |name| std::env::var(name).ok(),
+    );
+    // A lens's own base URL may hold a gateway's password.
+    crate::credentials::remember(
         config
             .lens
             .iter()
-            .flat_map(|l| crate::lens::command::passed_through(&l.env)),
-        |name| std::env::var(name).ok(),
+            .filter_map(|l| l.base_url.as_deref())
+            .flat_map(crate::credentials::url_passwords),
     );
     Ok(config)
 }

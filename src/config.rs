@@ -51,6 +51,10 @@ pub struct LensConfig {
     pub args: Vec<String>,
     #[serde(default)]
     pub env: Vec<String>,
+    /// An API lens's own base URL, instead of its vendor's variable.
+    pub base_url: Option<String>,
+    /// The variable an API lens reads its key from, instead of its vendor's.
+    pub api_key_env: Option<String>,
 }
 
 /// How a round is posted.
@@ -388,6 +392,8 @@ impl Config {
             if !named_program && (!lens.args.is_empty() || !lens.env.is_empty()) {
                 return Err((key, "`args` and `env` are for `command` lenses only".into()));
             }
+            lens.check_endpoint()
+                .map_err(|problem| (key.clone(), problem))?;
             if lens.timeout.is_some_and(|t| t.is_zero()) {
                 return Err((key, "`timeout` must be more than zero".into()));
             }
@@ -555,7 +561,49 @@ pub struct Selection {
 /// The names of the lenses that work with no config.
 pub const PRESETS: [&str; 3] = ["builtin", "claude", "codex"];
 
+impl Config {
+    /// The variables lenses read their keys from instead of their vendor's (`api_key_env`).
+    pub fn api_key_vars(&self) -> impl Iterator<Item = &str> {
+        self.lens.iter().filter_map(|l| l.api_key_env.as_deref())
+    }
+}
+
 impl LensConfig {
+    /// `base_url` and `api_key_env`: for API lenses only; an http(s) URL; a variable's name,
+    /// never one of reviewbot's own credentials (the key is sent to the lens's server).
+    fn check_endpoint(&self) -> Result<(), String> {
+        if self.base_url.is_none() && self.api_key_env.is_none() {
+            return Ok(());
+        }
+        if crate::lens::registry::backend(self.backend)
+            .api_vars()
+            .is_none()
+        {
+            return Err("`base_url` and `api_key_env` are for API lenses only".into());
+        }
+        if let Some(url) = &self.base_url {
+            let ok = reqwest::Url::parse(url.trim())
+                .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some());
+            if !ok {
+                return Err("`base_url` must be an http(s) URL".into());
+            }
+        }
+        if let Some(name) = &self.api_key_env {
+            let valid = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid {
+                return Err(format!("`api_key_env` must name a variable, not {name:?}"));
+            }
+            let known = crate::lens::registry::secret_vars();
+            if crate::credentials::never_to_a_lens(&known, name) {
+                return Err(format!(
+                    "`api_key_env` cannot be {name}: reviewbot never hands it to a lens"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub fn spec(&self) -> LensSpec {
         let mut spec = LensSpec::new(self.name.clone(), self.backend);
         spec.model = self.model.clone();
@@ -564,6 +612,8 @@ impl LensConfig {
         spec.bin = self.bin.clone();
         spec.args = self.args.clone();
         spec.env = self.env.clone();
+        spec.base_url = self.base_url.clone();
+        spec.api_key_env = self.api_key_env.clone();
         spec.api_fallback_model = self.api_fallback_model.clone();
         spec.temperature = self.temperature;
         spec.max_output_tokens = self.max_output_tokens;
@@ -900,6 +950,65 @@ workers = 4
         assert!(e.contains("defined twice"), "{e}");
         let e = parse("[review]\nlenses = [\"ghost\"]\n").unwrap_err();
         assert!(e.contains("line 2") && e.contains("`ghost`"), "{e}");
+    }
+
+    /// One panel holds the vendor's API and a local server, each with its own key variable;
+    /// the key never comes from a credential of reviewbot's own.
+    #[test]
+    fn an_api_lens_may_name_its_own_base_url_and_key_variable() {
+        let c = parse(
+            r#"
+[[lens]]
+name = "gpt"
+backend = "openai"
+model = "gpt-5"
+
+[[lens]]
+name = "local"
+backend = "openai"
+model = "qwen3-coder"
+base_url = "http://127.0.0.1:11434/v1"
+api_key_env = "OLLAMA_KEY"
+"#,
+        )
+        .expect("parses");
+        let local = c.lens("local").expect("lens");
+        assert_eq!(local.base_url.as_deref(), Some("http://127.0.0.1:11434/v1"));
+        assert_eq!(local.api_key_env.as_deref(), Some("OLLAMA_KEY"));
+        assert_eq!(c.lens("gpt").expect("lens").base_url, None);
+        assert_eq!(c.api_key_vars().collect::<Vec<_>>(), ["OLLAMA_KEY"]);
+
+        let lens = |extra: &str| {
+            parse(&format!(
+                "[[lens]]\nname = \"x\"\nbackend = \"openai\"\nmodel = \"m\"\n{extra}\n"
+            ))
+        };
+        for (extra, problem) in [
+            (
+                "api_key_env = \"GITHUB_TOKEN\"",
+                "reviewbot never hands it to a lens",
+            ),
+            (
+                "api_key_env = \"CLAUDE_CODE_OAUTH_TOKEN\"",
+                "never hands it",
+            ),
+            ("api_key_env = \"MY KEY\"", "must name a variable"),
+            (
+                "base_url = \"file:///etc/passwd\"",
+                "must be an http(s) URL",
+            ),
+            ("base_url = \"localhost:11434\"", "must be an http(s) URL"),
+        ] {
+            let e = lens(extra).unwrap_err();
+            assert!(
+                e.contains("lens \"x\"") && e.contains(problem),
+                "{extra}: {e}"
+            );
+        }
+        let e =
+            parse("[[lens]]\nname = \"c\"\nbackend = \"claude-cli\"\nbase_url = \"http://h\"\n")
+                .unwrap_err();
+        assert!(e.contains("for API lenses only"), "{e}");
     }
 
     #[test]

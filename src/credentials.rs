@@ -8,9 +8,10 @@
 //! `ghs_` prefix, which the shape rules mask, and a service minting one an hour per
 //! installation would otherwise grow the remembered set for its whole life.
 //!
-//! [`SECRET_VARS`] is the one list of the variables that hold a credential: what is masked at
-//! start comes from it, and so does what a `command` lens may never be given. The variables an
-//! operator passes to a `command` lens (`env = [...]`) feed the same masking
+//! The variables that hold a credential are one list: reviewbot's own ([`OWN_VARS`]) and those
+//! each backend declares (the lens registry joins them). What is masked at start comes from it,
+//! and so does what a `command` lens may never be given. The variables an operator passes to a
+//! `command` lens (`env = [...]`) or names as a lens's `api_key_env` feed the same masking
 //! ([`remember_vars`]) when the config is read.
 
 use std::path::{Path, PathBuf};
@@ -45,7 +46,7 @@ pub struct SecretVar {
     pub to_command_lens: bool,
 }
 
-const fn var(name: &'static str, holds: Holds, to_command_lens: bool) -> SecretVar {
+pub const fn var(name: &'static str, holds: Holds, to_command_lens: bool) -> SecretVar {
     SecretVar {
         name,
         holds,
@@ -53,8 +54,9 @@ const fn var(name: &'static str, holds: Holds, to_command_lens: bool) -> SecretV
     }
 }
 
-/// Every variable reviewbot reads a credential from or hands one to a child in.
-pub const SECRET_VARS: [SecretVar; 16] = [
+/// The variables reviewbot's own credentials are in: GitHub's, the App's, the store's. The
+/// backends' (API keys, base URLs, subscription tokens) are declared by each backend.
+pub const OWN_VARS: [SecretVar; 9] = [
     var("GITHUB_TOKEN", Holds::Value, false),
     var("GH_TOKEN", Holds::Value, false),
     var("ACTIONS_RUNTIME_TOKEN", Holds::Value, false),
@@ -63,21 +65,13 @@ pub const SECRET_VARS: [SecretVar; 16] = [
     var("REVIEWBOT_PRIVATE_KEY_PATH", Holds::File, false),
     var("REVIEWBOT_WEBHOOK_SECRET", Holds::List, false),
     var("REVIEWBOT_DATABASE_URL", Holds::Url, false),
-    var("CLAUDE_CODE_OAUTH_TOKEN", Holds::Value, false),
-    var("ANTHROPIC_API_KEY", Holds::Value, true),
-    var("ANTHROPIC_AUTH_TOKEN", Holds::Value, true),
-    var("OPENAI_API_KEY", Holds::Value, true),
-    var("CODEX_API_KEY", Holds::Value, true),
-    var("ANTHROPIC_BASE_URL", Holds::Url, true),
-    var("OPENAI_BASE_URL", Holds::Url, true),
     var("GITHUB_API_URL", Holds::Url, true),
 ];
 
-/// Whether a `command` lens may never be given `name`, even when its `env` names it.
-pub fn never_to_command_lens(name: &str) -> bool {
-    SECRET_VARS
-        .iter()
-        .any(|v| v.name == name && !v.to_command_lens)
+/// Whether a lens may never be given `name` (of the credential variables `known`), even when
+/// its config names it.
+pub fn never_to_a_lens(known: &[SecretVar], name: &str) -> bool {
+    known.iter().any(|v| v.name == name && !v.to_command_lens)
 }
 
 /// The most of a credentials file read (a PEM key, a login's JSON).
@@ -88,16 +82,17 @@ const MAX_FILE: u64 = 256 << 10;
 /// masked as tokens would garble every `max` in a review.
 const MIN_LOGIN_VALUE: usize = 12;
 
-/// Remembers every credential the process environment holds or points to.
-pub fn remember_from_env() {
-    remember_from(|name| std::env::var(name).ok());
+/// Remembers every credential the process environment holds or points to, `known` naming the
+/// variables that hold one.
+pub fn remember_from_env(known: &[SecretVar]) {
+    remember_from(known, |name| std::env::var(name).ok());
 }
 
 /// Remembers every credential `var` (a variable look-up) holds or points to: the variables of
-/// [`SECRET_VARS`], the Codex login (`$CODEX_HOME/auth.json`) and the Claude Code login
+/// `known`, the Codex login (`$CODEX_HOME/auth.json`) and the Claude Code login
 /// (`.credentials.json` in its config directory).
-pub fn remember_from(var: impl Fn(&str) -> Option<String>) {
-    remember_vars(SECRET_VARS.iter().map(|v| v.name), &var);
+pub fn remember_from(known: &[SecretVar], var: impl Fn(&str) -> Option<String>) {
+    remember_vars(known, known.iter().map(|v| v.name), &var);
     let home = var("HOME").map(PathBuf::from);
     let codex_home = var("CODEX_HOME")
         .map(PathBuf::from)
@@ -124,17 +119,18 @@ pub fn remember_from(var: impl Fn(&str) -> Option<String>) {
     remember(values.iter().map(String::as_str));
 }
 
-/// Remembers the credentials the variables `names` hold, each as [`SECRET_VARS`] says it holds
-/// them; a name it does not list (a variable an operator passes to a `command` lens) holds one
-/// as its whole value.
+/// Remembers the credentials the variables `names` hold, each as `known` says it holds them; a
+/// name it does not list (a variable an operator passes to a `command` lens) holds one as its
+/// whole value.
 pub fn remember_vars<'a>(
+    known: &[SecretVar],
     names: impl IntoIterator<Item = &'a str>,
     var: impl Fn(&str) -> Option<String>,
 ) {
     let mut values = Vec::new();
     for name in names {
         let Some(value) = var(name) else { continue };
-        let holds = SECRET_VARS
+        let holds = known
             .iter()
             .find(|v| v.name == name)
             .map_or(Holds::Value, |v| v.holds);
@@ -327,6 +323,19 @@ mod tests {
     use super::*;
     use crate::redact::redact;
 
+    /// Reviewbot's own variables and the backends' as they declare them today.
+    fn known() -> Vec<SecretVar> {
+        let mut known = OWN_VARS.to_vec();
+        known.extend([
+            var("CLAUDE_CODE_OAUTH_TOKEN", Holds::Value, false),
+            var("ANTHROPIC_API_KEY", Holds::Value, true),
+            var("ANTHROPIC_AUTH_TOKEN", Holds::Value, true),
+            var("OPENAI_API_KEY", Holds::Value, true),
+            var("CODEX_API_KEY", Holds::Value, true),
+        ]);
+        known
+    }
+
     #[test]
     fn every_credential_is_masked_by_value_whatever_its_shape() {
         let dir = tempfile::tempdir().unwrap();
@@ -366,7 +375,7 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        remember_from(|name| vars.get(name).cloned());
+        remember_from(&known(), |name| vars.get(name).cloned());
         for value in [
             "plain-gh-value-31415926",
             "gateway-key-27182818",
@@ -408,7 +417,7 @@ mod tests {
         .into_iter()
         .map(|(k, v)| (k, v.to_owned()))
         .collect();
-        remember_from(|name| vars.get(name).cloned());
+        remember_from(&known(), |name| vars.get(name).cloned());
         let extraheader = format!(
             "[http \"https://github.com/\"]\n\textraheader = AUTHORIZATION: basic {}\n",
             b64(&format!("x-access-token:{token}"))

@@ -34,10 +34,11 @@ pub struct DoctorEnv {
 }
 
 impl DoctorEnv {
-    /// Reads the process environment. `config_path` is the file the caller loaded, if any.
-    pub fn from_env(config_path: Option<PathBuf>) -> Self {
+    /// Reads the process environment for `config`. `config_path` is the file the caller
+    /// loaded, if any.
+    pub fn from_env(config: &Config, config_path: Option<PathBuf>) -> Self {
         Self {
-            lens: PreflightEnv::from_env(),
+            lens: PreflightEnv::from_env(config.api_key_vars()),
             github: GithubCheck::from_env(),
             config_path,
         }
@@ -250,7 +251,7 @@ mod tests {
     use super::*;
     use crate::lens::BackendKind;
     use crate::lens::cli_env::CliEnv;
-    use crate::lens::http::ApiEnv;
+    use crate::lens::keys::ApiVars;
     use std::os::unix::fs::PermissionsExt;
 
     async fn lens_check(spec: &LensSpec, env: &DoctorEnv) -> Vec<Check> {
@@ -265,8 +266,7 @@ mod tests {
         DoctorEnv {
             lens: PreflightEnv {
                 cli: CliEnv::from_vars(vars.iter().map(|(k, v)| (*k, *v))),
-                anthropic: ApiEnv::default(),
-                openai: ApiEnv::default(),
+                apis: ApiVars::default(),
                 cli_timeout: Duration::from_secs(5),
             },
             github: GithubCheck::new("http://127.0.0.1:9", None),
@@ -394,7 +394,7 @@ mod tests {
     async fn an_anthropic_key_is_a_warning_for_claude_and_feeds_its_fallback() {
         let fake = Fake::new("claude", "ok");
         let mut env = env_with(&[("PATH", "/usr/bin:/bin"), ("CLAUDE_CODE_OAUTH_TOKEN", "t")]);
-        env.lens.anthropic = ApiEnv::from_values(Some("sk-ant-api03-paid".into()), None);
+        env.lens.apis.set("ANTHROPIC_API_KEY", "sk-ant-api03-paid");
         let mut spec = fake.lens(BackendKind::ClaudeCli, None);
         spec.api_fallback_model = Some("claude-sonnet-5".into());
         let checks = lens_check(&spec, &env).await;
@@ -521,10 +521,10 @@ mod tests {
         );
 
         let mut env = env_with(&[]);
-        env.lens.openai = ApiEnv::from_values(
-            Some("sk-proj-secret".into()),
-            Some("http://user:pw@127.0.0.1:4000/v1/".into()),
-        );
+        env.lens
+            .apis
+            .set("OPENAI_API_KEY", "sk-proj-secret")
+            .set("OPENAI_BASE_URL", "http://user:pw@127.0.0.1:4000/v1/");
         let mut spec = lens("local", BackendKind::Openai);
         spec.model = Some("qwen3-coder".into());
         let check = one(&lens_check(&spec, &env).await).clone();
@@ -537,7 +537,10 @@ mod tests {
         );
         assert!(!check.detail.contains("pw") && !check.detail.contains("secret"));
 
-        env.lens.openai = ApiEnv::from_values(Some("k".into()), Some("not a url".into()));
+        env.lens
+            .apis
+            .set("OPENAI_API_KEY", "k")
+            .set("OPENAI_BASE_URL", "not a url");
         let check = one(&lens_check(&spec, &env).await).clone();
         assert!(!check.ok);
         assert!(

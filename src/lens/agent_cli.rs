@@ -12,6 +12,7 @@ use super::cli_env::{Cli, CliEnv, process_failure, scratch_dir};
 use super::preflight::{Check, PreflightEnv};
 use super::process::{self, DEFAULT_MAX_OUTPUT, ProcessError, ProcessOutput, ProcessSpec};
 use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec, Vendor};
+use crate::credentials::SecretVar;
 use crate::lens::contract::{schema_given, with_repository};
 
 /// One agent CLI.
@@ -27,6 +28,9 @@ pub(crate) trait AgentCli: 'static {
     /// How to get the binary, for a "not found" message.
     const INSTALL: &'static str;
 
+    /// The variables holding a credential the CLI reads (the child gets only those its
+    /// allow-list names).
+    const SECRETS: &'static [SecretVar] = &[];
     /// Constant variables the child gets beside its allow-listed environment (never secrets).
     const QUIET_ENV: &'static [(&'static str, &'static str)] = &[];
     /// The CLI hands the model the response schema itself (`--output-schema`): the prompt
@@ -95,6 +99,10 @@ impl<C: AgentCli> Backend for CliBackend<C> {
 
     fn fallback(&self) -> Option<BackendKind> {
         Some(C::FALLBACK)
+    }
+
+    fn secret_vars(&self) -> Vec<SecretVar> {
+        C::SECRETS.to_vec()
     }
 
     /// The vendor of the API it falls back to: the same models.

@@ -10,18 +10,17 @@
 //! Cost is not computed (`cost_usd` is always `None`): prices change with every model
 //! generation, and a figure we cannot vouch for is worse in the provenance than none.
 
+use std::borrow::Cow;
+
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::api::{self, ApiVendor, ToolCall, ToolUse};
-use super::backend::CallEnv;
-use super::http::{
-    self, ANTHROPIC_VARS, ApiEnv, CallError, DEFAULT_MAX_OUTPUT_TOKENS, EnvVars, RetryPolicy,
-};
-use super::preflight::PreflightEnv;
-use super::tools::{ToolCaps, ToolDef, ToolResult};
-use super::{Answer, BackendKind, Failure, LensRequest, LensSpec, Usage, Vendor};
+use super::http::{self, CallError, DEFAULT_MAX_OUTPUT_TOKENS};
+use super::keys::{EnvVars, Sources};
+use super::tools::{ToolDef, ToolResult};
+use super::{Answer, BackendKind, Failure, LensSpec, Usage, Vendor};
 use crate::lens::contract::{LensResponse, response_schema};
 
 /// Used when `ANTHROPIC_BASE_URL` is unset; like the SDKs, without `/v1`.
@@ -98,21 +97,19 @@ pub struct Anthropic;
 impl ApiVendor for Anthropic {
     const KIND: BackendKind = BackendKind::Anthropic;
     const VENDOR: Vendor = Vendor::Anthropic;
-    const VARS: EnvVars = ANTHROPIC_VARS;
+    const VARS: EnvVars = EnvVars {
+        key: "ANTHROPIC_API_KEY",
+        base_url: "ANTHROPIC_BASE_URL",
+    };
     const DEFAULT_BASE_URL: &'static str = DEFAULT_BASE_URL;
-    const PATH: &'static str = "v1/messages";
 
-    fn api_env<'a>(env: &CallEnv<'a>) -> &'a ApiEnv {
-        env.anthropic
+    fn path(_model: &str) -> Cow<'static, str> {
+        Cow::Borrowed("v1/messages")
     }
 
-    fn preflight_env(env: &PreflightEnv) -> &ApiEnv {
-        &env.anthropic
-    }
-
-    fn headers(key: &str) -> Result<HeaderMap, Failure> {
+    fn headers(key: &str, from: &Sources) -> Result<HeaderMap, Failure> {
         let mut headers = HeaderMap::new();
-        headers.insert("x-api-key", http::secret_header(key, ANTHROPIC_VARS)?);
+        headers.insert("x-api-key", http::secret_header(key, from)?);
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         Ok(headers)
@@ -218,17 +215,6 @@ fn text_of(v: &Value, key: &str) -> String {
         .to_owned()
 }
 
-/// Runs an `anthropic` lens with `model`, retrying transient failures under `policy`.
-pub async fn run_with_policy(
-    spec: &LensSpec,
-    model: &str,
-    req: &LensRequest,
-    env: &ApiEnv,
-    policy: &RetryPolicy,
-) -> Result<Answer, Failure> {
-    api::call_with::<Anthropic>(spec, model, req, env, policy, ToolCaps::default()).await
-}
-
 /// A 400 that names the structured-output field: an older model or a proxy that does not
 /// forward it. The prompt carries the schema too, so the question stands without it.
 fn rejects_structured_output(err: &CallError) -> bool {
@@ -314,8 +300,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::lens::api::run_with_policy;
     use crate::lens::http::tests::{FakeServer, Reply, fast_policy};
-    use crate::lens::{BackendKind, FailureKind};
+    use crate::lens::keys::ApiEnv;
+    use crate::lens::{BackendKind, FailureKind, LensRequest};
 
     const KEY: &str = "sk-ant-api03-test-key-do-not-leak-0123456789";
     const MODEL: &str = "claude-sonnet-4-5";
@@ -333,7 +321,11 @@ mod tests {
     }
 
     fn env(server: &FakeServer) -> ApiEnv {
-        ApiEnv::from_values(Some(KEY.to_owned()), Some(server.base.clone()))
+        ApiEnv::new(
+            Anthropic::VARS,
+            Some(KEY.to_owned()),
+            Some(server.base.clone()),
+        )
     }
 
     fn lens_json() -> String {
@@ -366,7 +358,7 @@ mod tests {
     }
 
     async fn go(server: &FakeServer) -> Result<Answer, Failure> {
-        run_with_policy(&spec(), MODEL, &request(), &env(server), &fast_policy()).await
+        run_with_policy::<Anthropic>(&spec(), MODEL, &request(), &env(server), &fast_policy()).await
     }
 
     #[tokio::test]
@@ -416,7 +408,7 @@ mod tests {
         let mut spec = spec();
         spec.temperature = Some(0.25);
         spec.max_output_tokens = Some(1234);
-        run_with_policy(&spec, MODEL, &request(), &env(&server), &fast_policy())
+        run_with_policy::<Anthropic>(&spec, MODEL, &request(), &env(&server), &fast_policy())
             .await
             .expect("ok");
         let body = &server.received()[0].body;
@@ -629,11 +621,12 @@ mod tests {
     async fn base_urls_work_with_or_without_a_trailing_slash() {
         for suffix in ["", "/"] {
             let server = FakeServer::start(vec![ok()]).await;
-            let env = ApiEnv::from_values(
+            let env = ApiEnv::new(
+                Anthropic::VARS,
                 Some(KEY.to_owned()),
                 Some(format!("{}{suffix}", server.base)),
             );
-            run_with_policy(&spec(), MODEL, &request(), &env, &fast_policy())
+            run_with_policy::<Anthropic>(&spec(), MODEL, &request(), &env, &fast_policy())
                 .await
                 .expect("ok");
             assert_eq!(server.received()[0].path, "/v1/messages");
@@ -642,8 +635,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_missing_key_fails_before_any_request() {
-        let env = ApiEnv::from_values(None, Some("http://127.0.0.1:9".to_owned()));
-        let err = run_with_policy(&spec(), MODEL, &request(), &env, &fast_policy())
+        let env = ApiEnv::new(Anthropic::VARS, None, Some("http://127.0.0.1:9".to_owned()));
+        let err = run_with_policy::<Anthropic>(&spec(), MODEL, &request(), &env, &fast_policy())
             .await
             .expect_err("fails");
         assert_eq!(err.kind, FailureKind::Fatal);
@@ -656,8 +649,12 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
         drop(listener);
-        let env = ApiEnv::from_values(Some(KEY.to_owned()), Some(format!("http://{addr}")));
-        let err = run_with_policy(&spec(), MODEL, &request(), &env, &fast_policy())
+        let env = ApiEnv::new(
+            Anthropic::VARS,
+            Some(KEY.to_owned()),
+            Some(format!("http://{addr}")),
+        );
+        let err = run_with_policy::<Anthropic>(&spec(), MODEL, &request(), &env, &fast_policy())
             .await
             .expect_err("fails");
         assert_eq!(err.kind, FailureKind::Transient { retry_after: None });

@@ -1,7 +1,9 @@
-//! What the `anthropic` and `openai` backends share around their wire formats: the key and
-//! model checks, the endpoint and client, the structured-output fallback, and `doctor`'s checks.
-//! Each vendor file says only how its requests and answers look ([`ApiVendor`]).
+//! What the API backends (`anthropic`, `openai`, `gemini`) share around their wire formats: the
+//! key and model checks, the endpoint and client, the tool loop, the structured-output fallback,
+//! and `doctor`'s checks. Each vendor file says only where its API is, how its requests and
+//! answers look and which variables it reads ([`ApiVendor`]); its registry arm makes it a backend.
 
+use std::borrow::Cow;
 use std::marker::PhantomData;
 
 use reqwest::Url;
@@ -9,7 +11,8 @@ use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
 use super::backend::{Backend, CallEnv, Pending, Runs};
-use super::http::{self, ApiEnv, Call, CallError, EnvVars, RetryPolicy, origin_of};
+use super::http::{self, Call, CallError, RetryPolicy, origin_of};
+use super::keys::{ApiEnv, EnvVars, Sources};
 use super::preflight::{Check, PreflightEnv};
 use super::process::timed_out;
 use super::tools::{
@@ -18,6 +21,7 @@ use super::tools::{
 use super::{
     Answer, AuthClass, BackendKind, Failure, FailureKind, LensRequest, LensSpec, Usage, Vendor,
 };
+use crate::credentials::{Holds, SecretVar, var};
 use crate::lens::contract::{schema_given, with_repository};
 
 /// One vendor's API: where it is, how it is asked, how it answers.
@@ -26,20 +30,17 @@ pub(crate) trait ApiVendor: 'static {
     /// Who made the models it serves (an OpenAI-compatible server counts as OpenAI's: the
     /// operator chose it in that vendor's place).
     const VENDOR: Vendor;
+    /// The variables its key and base URL are read from, unless a lens names its own.
     const VARS: EnvVars;
     /// Used when the base URL variable is unset.
     const DEFAULT_BASE_URL: &'static str;
-    /// The endpoint under the base URL.
-    const PATH: &'static str;
 
-    /// This vendor's credentials among everything a call has.
-    fn api_env<'a>(env: &CallEnv<'a>) -> &'a ApiEnv;
+    /// The endpoint under the base URL that `model` is asked at.
+    fn path(model: &str) -> Cow<'static, str>;
 
-    /// This vendor's credentials among what `doctor` read.
-    fn preflight_env(env: &PreflightEnv) -> &ApiEnv;
-
-    /// The request headers: the key (as a sensitive header), the version, the content type.
-    fn headers(key: &str) -> Result<HeaderMap, Failure>;
+    /// The request headers: the key (as a sensitive header, read from `from`), the version,
+    /// the content type.
+    fn headers(key: &str, from: &Sources) -> Result<HeaderMap, Failure>;
 
     /// The request body asking `model` to continue `messages` (the first is the prompt); with
     /// `structured`, the answer is asked for as the lens-response JSON Schema; `tools` are the
@@ -124,8 +125,16 @@ impl<V: ApiVendor> Backend for ApiBackend<V> {
         V::VENDOR
     }
 
-    fn billed_to(&self) -> Option<&'static str> {
-        Some(V::VARS.key)
+    fn api_vars(&self) -> Option<EnvVars> {
+        Some(V::VARS)
+    }
+
+    /// The key, and the base URL (a gateway's may hold a password).
+    fn secret_vars(&self) -> Vec<SecretVar> {
+        vec![
+            var(V::VARS.key, Holds::Value, true),
+            var(V::VARS.base_url, Holds::Url, true),
+        ]
     }
 
     fn call<'a>(
@@ -169,7 +178,7 @@ pub(crate) async fn call<V: ApiVendor>(
         spec,
         model,
         req,
-        V::api_env(&env),
+        &env.apis.for_lens(spec, V::VARS),
         env.retry,
         ToolCaps {
             max_tool_calls: env.max_tool_calls,
@@ -191,15 +200,15 @@ pub(crate) async fn call_with<V: ApiVendor>(
 ) -> Result<Answer, Failure> {
     let max_tool_calls = caps.max_tool_calls;
     let Some(key) = api.key() else {
-        return Err(Failure::fatal(format!("{} is not set", V::VARS.key)));
+        return Err(Failure::fatal(format!("{} is not set", api.from.key)));
     };
     let model = model.trim();
     if model.is_empty() {
         return Err(Failure::fatal("no model is configured for this lens"));
     }
     let base = api.base_url.as_deref().unwrap_or(V::DEFAULT_BASE_URL);
-    let url = http::endpoint(base, V::PATH, V::VARS)?;
-    let headers = V::headers(key)?;
+    let url = http::endpoint(base, &V::path(model), &api.from)?;
+    let headers = V::headers(key, &api.from)?;
     let client = http::client(&url, spec.timeout)?;
     let post = |bytes: Vec<u8>| {
         let (client, url, headers) = (&client, &url, &headers);
@@ -209,7 +218,7 @@ pub(crate) async fn call_with<V: ApiVendor>(
                 url,
                 headers,
                 body: &bytes,
-                vars: V::VARS,
+                from: &api.from,
                 model,
                 key,
             };
@@ -327,6 +336,18 @@ pub(crate) async fn call_with<V: ApiVendor>(
     Ok(answer)
 }
 
+/// One call with `model` under `policy` and the default caps.
+#[cfg(test)]
+pub(crate) async fn run_with_policy<V: ApiVendor>(
+    spec: &LensSpec,
+    model: &str,
+    req: &LensRequest,
+    api: &ApiEnv,
+    policy: &RetryPolicy,
+) -> Result<Answer, Failure> {
+    call_with::<V>(spec, model, req, api, policy, ToolCaps::default()).await
+}
+
 fn add_usage(sum: &mut Option<Usage>, more: Option<Usage>) {
     if let Some(u) = more {
         let s = sum.get_or_insert_default();
@@ -349,12 +370,12 @@ pub(crate) fn preflight<V: ApiVendor>(
     env: &PreflightEnv,
 ) -> Vec<Check> {
     let name = V::KIND.as_str();
-    let api = V::preflight_env(env);
+    let api = env.apis.for_lens(spec, V::VARS);
     let mut problems = Vec::new();
     if api.key().is_none() {
-        problems.push(format!("{} is not set", V::VARS.key));
+        problems.push(format!("{} is not set", api.from.key));
     }
-    let base = match base_origin::<V>(api) {
+    let base = match base_origin::<V>(&api) {
         Ok(origin) => origin,
         Err(problem) => {
             problems.push(problem);
@@ -376,7 +397,7 @@ pub(crate) fn preflight<V: ApiVendor>(
                 "{name} API at {base}, model {}; {} set (not called: a wrong key shows on the \
                  first review)",
                 model.unwrap_or_default(),
-                V::VARS.key
+                api.from.key
             ),
         )
     } else {
@@ -390,10 +411,10 @@ pub(crate) fn fallback_check<V: ApiVendor>(
     model: &str,
     env: &PreflightEnv,
 ) -> Check {
-    let api = V::preflight_env(env);
+    let api = env.apis.of_vendor(V::VARS);
     let name = V::KIND.as_str();
     let key = V::VARS.key;
-    match base_origin::<V>(api) {
+    match base_origin::<V>(&api) {
         _ if api.key().is_none() => Check::warn(
             subject,
             format!("api fallback to {name} (model {model}) could not run: {key} is not set"),
@@ -419,7 +440,7 @@ fn base_origin<V: ApiVendor>(api: &ApiEnv) -> Result<String, String> {
         Ok(url) if matches!(url.scheme(), "http" | "https") && url.host_str().is_some() => {
             Ok(origin_of(&url))
         }
-        _ => Err(format!("{} is not an http(s) URL", V::VARS.base_url)),
+        _ => Err(format!("{} is not an http(s) URL", api.from.base_url)),
     }
 }
 

@@ -10,10 +10,12 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use super::cli_env::CliEnv;
-use super::http::{ApiEnv, RetryPolicy};
+use super::http::RetryPolicy;
+use super::keys::{ApiVars, EnvVars};
 use super::preflight::{Check, PreflightEnv};
 use super::process::KILL_GRACE;
 use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec, Vendor};
+use crate::credentials::SecretVar;
 
 /// A boxed future borrowing its arguments: what a trait object can return.
 pub type Pending<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -23,8 +25,8 @@ pub type Pending<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 #[derive(Debug, Clone, Copy)]
 pub struct CallEnv<'a> {
     pub cli: &'a CliEnv,
-    pub anthropic: &'a ApiEnv,
-    pub openai: &'a ApiEnv,
+    /// The API lenses' keys and base URLs.
+    pub apis: &'a ApiVars,
     pub retry: &'a RetryPolicy,
     /// Tool calls a model lens may make per call reading the snapshot (`[context]
     /// max_tool_calls`): the API tool loop's cap, the CLIs' turns.
@@ -63,10 +65,16 @@ pub trait Backend: Sync {
         None
     }
 
-    /// The variable holding the key its calls are billed to (API backends), for the billing
-    /// warning of a fallback.
-    fn billed_to(&self) -> Option<&'static str> {
+    /// The variables an API backend reads its key and base URL from by default (a lens may name
+    /// its own); `None` for every other backend.
+    fn api_vars(&self) -> Option<EnvVars> {
         None
+    }
+
+    /// The variables that hold a credential this backend reads or hands to its child: masked by
+    /// value from start, and never given to a lens that should not have them.
+    fn secret_vars(&self) -> Vec<SecretVar> {
+        Vec::new()
     }
 
     /// Whether the lens names a program of its own to run, with `args` and `env` (`command`).

@@ -18,6 +18,7 @@ use super::process::{
     Keep, OUTPUT_EXCERPT_CHARS, ProcessOutput, STDERR_TAIL_CHARS, child_text, describe_status,
 };
 use super::{Answer, BackendKind, Failure, FailureKind, LensSpec, Usage};
+use crate::credentials::{Holds, SecretVar, var};
 use crate::lens::contract::LensResponse;
 
 /// The binary looked up on the child's `PATH` when the lens names none.
@@ -88,6 +89,11 @@ pub struct ClaudeCli;
 impl AgentCli for ClaudeCli {
     const KIND: BackendKind = BackendKind::ClaudeCli;
     const FALLBACK: BackendKind = BackendKind::Anthropic;
+    /// The subscription token is the child's alone; a gateway's bearer is the operator's.
+    const SECRETS: &'static [SecretVar] = &[
+        var("CLAUDE_CODE_OAUTH_TOKEN", Holds::Value, false),
+        var("ANTHROPIC_AUTH_TOKEN", Holds::Value, true),
+    ];
     const CLI: Cli = Cli::Claude;
     const NAME: &'static str = "claude";
     const DEFAULT_BIN: &'static str = DEFAULT_BIN;
@@ -348,7 +354,7 @@ async fn preflight(subject: &str, spec: &LensSpec, env: &PreflightEnv) -> Vec<Ch
             Err(why) => Check::fail(subject, format!("{head}; {why}")),
         });
     }
-    if env.anthropic.key().is_some() {
+    if env.apis.is_set("ANTHROPIC_API_KEY") {
         checks.push(Check::warn(
             subject,
             "ANTHROPIC_API_KEY is set in reviewbot's environment; reviewbot removes it from the \

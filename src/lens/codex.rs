@@ -24,6 +24,7 @@ use super::process::{
     child_text, describe_status,
 };
 use super::{Answer, BackendKind, Failure, FailureKind, LensNotice, LensSpec, Usage};
+use crate::credentials::{Holds, SecretVar, var};
 use crate::lens::contract::{LensResponse, response_schema};
 
 /// The binary looked up on the child's `PATH` when the lens names none.
@@ -165,6 +166,7 @@ pub struct CodexCli;
 impl AgentCli for CodexCli {
     const KIND: BackendKind = BackendKind::CodexCli;
     const FALLBACK: BackendKind = BackendKind::Openai;
+    const SECRETS: &'static [SecretVar] = &[var("CODEX_API_KEY", Holds::Value, true)];
     const CLI: Cli = Cli::Codex;
     const NAME: &'static str = "codex";
     const DEFAULT_BIN: &'static str = DEFAULT_BIN;

@@ -167,15 +167,16 @@ fn is_base(name: &str) -> bool {
 
 /// The variables of `named` (a lens's `env`) that the lens gets because its config names them:
 /// not the base ones it gets anyway, and never a credential of reviewbot's own
-/// ([`crate::credentials::never_to_command_lens`]: `docs/contract.md` "Isolation"; the store's
+/// ([`crate::credentials::never_to_a_lens`]: `docs/contract.md` "Isolation"; the store's
 /// URL can hold its password) or the Claude subscription token, which is for a `claude-cli`
 /// lens only. Their values are credentials the operator hands over, masked by value like
 /// reviewbot's own ([`crate::credentials::remember_vars`]).
 pub fn passed_through(named: &[String]) -> impl Iterator<Item = &str> {
+    let known = super::registry::secret_vars();
     named
         .iter()
         .map(String::as_str)
-        .filter(|n| !is_base(n) && !crate::credentials::never_to_command_lens(n))
+        .filter(move |n| !is_base(n) && !crate::credentials::never_to_a_lens(&known, n))
 }
 
 /// `doctor`'s line: `bin` exists and is executable (a bare name is looked up on `PATH`); it is

@@ -1,5 +1,4 @@
-//! What the `anthropic` and `openai` backends share: the API environment, one HTTPS POST with a
-//! capped body, tolerant reading of error bodies, classification of failures, and the bounded
+//! What the API backends share on the wire: one HTTPS POST with a capped body, tolerant reading of error bodies, classification of failures, and the bounded
 //! retry loop.
 //!
 //! Classification follows the vendors' SDKs (`docs/contract.md` "Backends"): the HTTP status
@@ -8,7 +7,6 @@
 //! billing or quota state is never retried, whatever its status, because waiting will not clear it.
 
 use std::borrow::Cow;
-use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -16,6 +14,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use reqwest::{Client, StatusCode, Url};
 use serde_json::Value;
 
+use super::keys::Sources;
 use super::{Failure, FailureKind};
 use crate::chars::one_line;
 use crate::redact::redact;
@@ -33,75 +32,6 @@ const MAX_ERROR_BODY: usize = 64 << 10;
 pub const MAX_DETAIL_CHARS: usize = 300;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// An API backend's credentials and endpoint, read once from the process environment by the
-/// caller (tests build it by hand). `Debug` never shows the key.
-#[derive(Clone, Default)]
-pub struct ApiEnv {
-    pub api_key: Option<String>,
-    pub base_url: Option<String>,
-}
-
-impl ApiEnv {
-    /// `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL`.
-    pub fn anthropic_from_env() -> Self {
-        Self::from_vars(ANTHROPIC_VARS)
-    }
-
-    /// `OPENAI_API_KEY` and `OPENAI_BASE_URL`.
-    pub fn openai_from_env() -> Self {
-        Self::from_vars(OPENAI_VARS)
-    }
-
-    fn from_vars(vars: EnvVars) -> Self {
-        let read = |name: &str| std::env::var(name).ok();
-        Self::from_values(read(vars.key), read(vars.base_url))
-    }
-
-    /// Trims the values and treats empty ones as unset: a workflow's `${{ secrets.X }}` for a
-    /// missing secret is an empty string, and a key read from a file ends with a newline.
-    pub(crate) fn from_values(api_key: Option<String>, base_url: Option<String>) -> Self {
-        let clean = |v: Option<String>| v.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
-        Self {
-            api_key: clean(api_key),
-            base_url: clean(base_url),
-        }
-    }
-
-    /// The key, trimmed; `None` when unset or blank.
-    pub(crate) fn key(&self) -> Option<&str> {
-        self.api_key
-            .as_deref()
-            .map(str::trim)
-            .filter(|k| !k.is_empty())
-    }
-}
-
-impl fmt::Debug for ApiEnv {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ApiEnv")
-            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
-            .field("base_url", &self.base_url.as_deref().map(origin_of_str))
-            .finish()
-    }
-}
-
-/// The names of one vendor's variables, for messages that tell the user what to fix.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct EnvVars {
-    pub key: &'static str,
-    pub base_url: &'static str,
-}
-
-pub(crate) const ANTHROPIC_VARS: EnvVars = EnvVars {
-    key: "ANTHROPIC_API_KEY",
-    base_url: "ANTHROPIC_BASE_URL",
-};
-
-pub(crate) const OPENAI_VARS: EnvVars = EnvVars {
-    key: "OPENAI_API_KEY",
-    base_url: "OPENAI_BASE_URL",
-};
 
 /// How many times a call is tried and how long to wait in between.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,7 +103,7 @@ pub(crate) struct Call<'a> {
     pub url: &'a Url,
     pub headers: &'a HeaderMap,
     pub body: &'a [u8],
-    pub vars: EnvVars,
+    pub from: &'a Sources,
     pub model: &'a str,
     /// The API key, scrubbed from every message even when the server echoes it in a form
     /// `redact` would not recognise (a gateway's own key format).
@@ -209,12 +139,12 @@ pub(crate) fn client(url: &Url, timeout: Duration) -> Result<Client, Failure> {
 
 /// `base` joined with `path` (`v1/messages`, `chat/completions`), with or without a trailing
 /// slash on `base`. Only http(s) URLs are accepted.
-pub(crate) fn endpoint(base: &str, path: &str, vars: EnvVars) -> Result<Url, Failure> {
+pub(crate) fn endpoint(base: &str, path: &str, from: &Sources) -> Result<Url, Failure> {
     let joined = format!("{}/{path}", base.trim_end_matches('/'));
     let bad = || {
         Failure::fatal(format!(
             "{} is not an http(s) URL: {}",
-            vars.base_url,
+            from.base_url,
             one_line(&redact(base), 100)
         ))
     };
@@ -226,11 +156,11 @@ pub(crate) fn endpoint(base: &str, path: &str, vars: EnvVars) -> Result<Url, Fai
 }
 
 /// A header value holding a secret: checked, and marked sensitive so no Debug output shows it.
-pub(crate) fn secret_header(value: &str, vars: EnvVars) -> Result<HeaderValue, Failure> {
+pub(crate) fn secret_header(value: &str, from: &Sources) -> Result<HeaderValue, Failure> {
     let mut v = HeaderValue::from_str(value).map_err(|_| {
         Failure::fatal(format!(
             "{} holds characters not allowed in an HTTP header",
-            vars.key
+            from.key
         ))
     })?;
     v.set_sensitive(true);
@@ -444,7 +374,7 @@ fn fatal_message(code: u16, info: &ErrorInfo, detail: &str, call: &Call<'_>) -> 
         401 => format!(
             "{}; check {}",
             with("authentication failed (401)".to_owned()),
-            call.vars.key
+            call.from.key
         ),
         403 => with("permission denied (403)".to_owned()),
         404 if info.mentions_model() => with(format!("unknown model `{}` (404)", call.model)),
@@ -455,13 +385,13 @@ fn fatal_message(code: u16, info: &ErrorInfo, detail: &str, call: &Call<'_>) -> 
                 origin_of(call.url),
                 call.url.path()
             )),
-            call.vars.base_url
+            call.from.base_url
         ),
         413 => with("request too large (413)".to_owned()),
         300..=399 => format!(
             "{}; redirects are not followed, check {}",
             with(format!("unexpected redirect ({code})")),
-            call.vars.base_url
+            call.from.base_url
         ),
         _ => with(format!("request rejected ({code})")),
     }
@@ -680,7 +610,7 @@ pub(crate) fn origin_of(url: &Url) -> String {
     url.origin().ascii_serialization()
 }
 
-fn origin_of_str(url: &str) -> String {
+pub(crate) fn origin_of_str(url: &str) -> String {
     Url::parse(url).map_or_else(|_| "<invalid URL>".to_owned(), |u| origin_of(&u))
 }
 
@@ -707,6 +637,15 @@ pub(crate) mod tests {
     use axum::response::{IntoResponse, Response};
 
     use super::*;
+
+    use crate::lens::keys::EnvVars;
+
+    fn openai_vars() -> Sources {
+        Sources::from(EnvVars {
+            key: "OPENAI_API_KEY",
+            base_url: "OPENAI_BASE_URL",
+        })
+    }
 
     /// A policy that retries like the real one, in milliseconds.
     pub(crate) fn fast_policy() -> RetryPolicy {
@@ -843,13 +782,18 @@ pub(crate) mod tests {
         h
     }
 
-    fn test_call<'a>(client: &'a Client, url: &'a Url, empty: &'a HeaderMap) -> Call<'a> {
+    fn test_call<'a>(
+        client: &'a Client,
+        url: &'a Url,
+        empty: &'a HeaderMap,
+        from: &'a Sources,
+    ) -> Call<'a> {
         Call {
             client,
             url,
             headers: empty,
             body: b"{}",
-            vars: OPENAI_VARS,
+            from,
             model: "m-1",
             key: "gateway-key-123",
         }
@@ -859,7 +803,8 @@ pub(crate) mod tests {
         let client = Client::new();
         let url = Url::parse("https://api.example.test/v1/chat/completions").expect("url");
         let empty = HeaderMap::new();
-        let call = test_call(&client, &url, &empty);
+        let from = openai_vars();
+        let call = test_call(&client, &url, &empty, &from);
         classify(
             StatusCode::from_u16(status).expect("status"),
             h,
@@ -869,40 +814,17 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn the_key_never_shows_in_debug() {
-        let env = ApiEnv::from_values(
-            Some("sk-ant-api03-secretsecret\n".to_owned()),
-            Some("https://user:pw@proxy.example.test/v1?token=abc".to_owned()),
-        );
-        assert_eq!(env.key(), Some("sk-ant-api03-secretsecret"));
-        let shown = format!("{env:?}");
-        assert!(!shown.contains("secretsecret"), "{shown}");
-        assert!(!shown.contains("pw"), "{shown}");
-        assert!(!shown.contains("abc"), "{shown}");
-        assert!(shown.contains("<set>"), "{shown}");
-        assert!(shown.contains("https://proxy.example.test"), "{shown}");
-    }
-
-    #[test]
-    fn blank_values_are_unset() {
-        let env = ApiEnv::from_values(Some("  ".to_owned()), Some(String::new()));
-        assert_eq!(env.api_key, None);
-        assert_eq!(env.base_url, None);
-        assert_eq!(env.key(), None);
-    }
-
-    #[test]
     fn endpoints_join_with_or_without_a_trailing_slash() {
         for base in ["http://h:1/v1", "http://h:1/v1/", "http://h:1/v1//"] {
-            let url = endpoint(base, "chat/completions", OPENAI_VARS).expect("url");
+            let url = endpoint(base, "chat/completions", &openai_vars()).expect("url");
             assert_eq!(url.as_str(), "http://h:1/v1/chat/completions");
         }
-        let err = endpoint("ftp://h/", "x", OPENAI_VARS).expect_err("scheme");
+        let err = endpoint("ftp://h/", "x", &openai_vars()).expect_err("scheme");
         assert!(
             err.message
                 .starts_with("OPENAI_BASE_URL is not an http(s) URL")
         );
-        assert!(endpoint("not a url", "x", OPENAI_VARS).is_err());
+        assert!(endpoint("not a url", "x", &openai_vars()).is_err());
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod contract;
 #[cfg(test)]
 pub(crate) mod fake_model;
 pub mod http;
+pub mod keys;
 pub mod openai;
 pub mod parse;
 pub mod preflight;
@@ -32,30 +33,9 @@ use crate::diff::Diff;
 use crate::ids::{HeadSha, LensName, PrNumber};
 use crate::lens::contract::LensResponse;
 
-/// Which adapter runs a lens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BackendKind {
-    Builtin,
-    Command,
-    ClaudeCli,
-    CodexCli,
-    Anthropic,
-    Openai,
-}
+pub use registry::BackendKind;
 
 impl BackendKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BackendKind::Builtin => "builtin",
-            BackendKind::Command => "command",
-            BackendKind::ClaudeCli => "claude-cli",
-            BackendKind::CodexCli => "codex-cli",
-            BackendKind::Anthropic => "anthropic",
-            BackendKind::Openai => "openai",
-        }
-    }
-
     pub fn auth_class(self) -> AuthClass {
         registry::backend(self).auth_class()
     }
@@ -98,6 +78,11 @@ pub struct LensSpec {
     pub args: Vec<String>,
     /// Names of environment variables passed through to a `command` lens.
     pub env: Vec<String>,
+    /// An API lens's own base URL, instead of its vendor's variable (a local server beside the
+    /// vendor's API in one panel).
+    pub base_url: Option<String>,
+    /// The variable an API lens reads its key from, instead of its vendor's.
+    pub api_key_env: Option<String>,
     pub api_fallback_model: Option<String>,
     pub temperature: Option<f32>,
     pub max_output_tokens: Option<u32>,
@@ -167,6 +152,8 @@ impl LensSpec {
             bin: None,
             args: Vec::new(),
             env: Vec::new(),
+            base_url: None,
+            api_key_env: None,
             api_fallback_model: None,
             temperature: None,
             max_output_tokens: None,

@@ -11,18 +11,17 @@
 //! Cost is not computed (`cost_usd` is always `None`): prices change with every model, and a
 //! compatible server's model costs what its operator says, which we cannot know.
 
+use std::borrow::Cow;
+
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::api::{self, ApiVendor, ToolCall, ToolUse};
-use super::backend::CallEnv;
-use super::http::{
-    self, ApiEnv, CallError, DEFAULT_MAX_OUTPUT_TOKENS, EnvVars, OPENAI_VARS, RetryPolicy,
-};
-use super::preflight::PreflightEnv;
-use super::tools::{ToolCaps, ToolDef, ToolResult};
-use super::{Answer, BackendKind, Failure, LensRequest, LensSpec, Usage, Vendor};
+use super::http::{self, CallError, DEFAULT_MAX_OUTPUT_TOKENS};
+use super::keys::{EnvVars, Sources};
+use super::tools::{ToolDef, ToolResult};
+use super::{Answer, BackendKind, Failure, LensSpec, Usage, Vendor};
 use crate::lens::contract::{LensResponse, response_schema};
 
 /// Used when `OPENAI_BASE_URL` is unset; like the SDKs, with `/v1`.
@@ -132,23 +131,21 @@ pub struct Openai;
 impl ApiVendor for Openai {
     const KIND: BackendKind = BackendKind::Openai;
     const VENDOR: Vendor = Vendor::Openai;
-    const VARS: EnvVars = OPENAI_VARS;
+    const VARS: EnvVars = EnvVars {
+        key: "OPENAI_API_KEY",
+        base_url: "OPENAI_BASE_URL",
+    };
     const DEFAULT_BASE_URL: &'static str = DEFAULT_BASE_URL;
-    const PATH: &'static str = "chat/completions";
 
-    fn api_env<'a>(env: &CallEnv<'a>) -> &'a ApiEnv {
-        env.openai
+    fn path(_model: &str) -> Cow<'static, str> {
+        Cow::Borrowed("chat/completions")
     }
 
-    fn preflight_env(env: &PreflightEnv) -> &ApiEnv {
-        &env.openai
-    }
-
-    fn headers(key: &str) -> Result<HeaderMap, Failure> {
+    fn headers(key: &str, from: &Sources) -> Result<HeaderMap, Failure> {
         let mut headers = HeaderMap::new();
         headers.insert(
             AUTHORIZATION,
-            http::secret_header(&format!("Bearer {key}"), OPENAI_VARS)?,
+            http::secret_header(&format!("Bearer {key}"), from)?,
         );
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         Ok(headers)
@@ -234,17 +231,6 @@ impl ApiVendor for Openai {
     }
 }
 
-/// Runs an `openai` lens with `model`, retrying transient failures under `policy`.
-pub async fn run_with_policy(
-    spec: &LensSpec,
-    model: &str,
-    req: &LensRequest,
-    env: &ApiEnv,
-    policy: &RetryPolicy,
-) -> Result<Answer, Failure> {
-    api::call_with::<Openai>(spec, model, req, env, policy, ToolCaps::default()).await
-}
-
 /// A 400 or 422 about `response_format`: a server or model without JSON-schema output
 /// (DeepSeek, older local servers). The prompt carries the schema too.
 fn rejects_structured_output(err: &CallError) -> bool {
@@ -326,8 +312,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::lens::api::run_with_policy;
     use crate::lens::http::tests::{FakeServer, Reply, fast_policy};
-    use crate::lens::{BackendKind, FailureKind};
+    use crate::lens::keys::ApiEnv;
+    use crate::lens::{BackendKind, FailureKind, LensRequest};
 
     const KEY: &str = "sk-proj-test-key-do-not-leak-0123456789abcdef";
     const MODEL: &str = "gpt-4o-2024-08-06";
@@ -346,7 +334,11 @@ mod tests {
 
     /// The server's base URL as the SDKs want it: with `/v1`.
     fn env(server: &FakeServer) -> ApiEnv {
-        ApiEnv::from_values(Some(KEY.to_owned()), Some(format!("{}/v1", server.base)))
+        ApiEnv::new(
+            Openai::VARS,
+            Some(KEY.to_owned()),
+            Some(format!("{}/v1", server.base)),
+        )
     }
 
     fn lens_json() -> String {
@@ -378,7 +370,7 @@ mod tests {
     }
 
     async fn go(server: &FakeServer) -> Result<Answer, Failure> {
-        run_with_policy(&spec(), MODEL, &request(), &env(server), &fast_policy()).await
+        run_with_policy::<Openai>(&spec(), MODEL, &request(), &env(server), &fast_policy()).await
     }
 
     #[tokio::test]
@@ -430,7 +422,7 @@ mod tests {
         let mut spec = spec();
         spec.temperature = Some(0.5);
         spec.max_output_tokens = Some(4096);
-        run_with_policy(&spec, MODEL, &request(), &env(&server), &fast_policy())
+        run_with_policy::<Openai>(&spec, MODEL, &request(), &env(&server), &fast_policy())
             .await
             .expect("ok");
         let body = &server.received()[0].body;
@@ -569,7 +561,7 @@ mod tests {
         .unwrap();
         let prompt = crate::plan::build_prompt(&diff, None);
         let req = crate::lens::cli_env::fake::request(&prompt);
-        run_with_policy(&spec(), MODEL, &req, &env(&server), &fast_policy())
+        run_with_policy::<Openai>(&spec(), MODEL, &req, &env(&server), &fast_policy())
             .await
             .expect("ok");
         let got = server.received();
@@ -653,22 +645,24 @@ mod tests {
     async fn base_urls_work_with_or_without_a_trailing_slash() {
         for suffix in ["/v1", "/v1/"] {
             let server = FakeServer::start(vec![ok()]).await;
-            let env = ApiEnv::from_values(
+            let env = ApiEnv::new(
+                Openai::VARS,
                 Some(KEY.to_owned()),
                 Some(format!("{}{suffix}", server.base)),
             );
-            run_with_policy(&spec(), MODEL, &request(), &env, &fast_policy())
+            run_with_policy::<Openai>(&spec(), MODEL, &request(), &env, &fast_policy())
                 .await
                 .expect("ok");
             assert_eq!(server.received()[0].path, "/v1/chat/completions");
         }
         // A proxy mounted under a prefix keeps it.
         let server = FakeServer::start(vec![ok()]).await;
-        let env = ApiEnv::from_values(
+        let env = ApiEnv::new(
+            Openai::VARS,
             Some(KEY.to_owned()),
             Some(format!("{}/litellm/v1", server.base)),
         );
-        run_with_policy(&spec(), MODEL, &request(), &env, &fast_policy())
+        run_with_policy::<Openai>(&spec(), MODEL, &request(), &env, &fast_policy())
             .await
             .expect("ok");
         assert_eq!(server.received()[0].path, "/litellm/v1/chat/completions");
@@ -676,8 +670,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_missing_key_fails_before_any_request() {
-        let env = ApiEnv::from_values(Some(String::new()), None);
-        let err = run_with_policy(&spec(), MODEL, &request(), &env, &fast_policy())
+        let env = ApiEnv::new(Openai::VARS, Some(String::new()), None);
+        let err = run_with_policy::<Openai>(&spec(), MODEL, &request(), &env, &fast_policy())
             .await
             .expect_err("fails");
         assert_eq!(err.kind, FailureKind::Fatal);

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use super::LensSpec;
 use super::cli_env::{Cli, CliEnv, scratch_dir};
-use super::http::ApiEnv;
+use super::keys::ApiVars;
 use super::process::{self, Keep, ProcessSpec, child_text, describe_status};
 
 /// How long `claude --version`, `codex --version` and `codex login status` may take.
@@ -31,21 +31,18 @@ pub(crate) const QUOTE_CHARS: usize = 200;
 pub struct PreflightEnv {
     /// What a CLI lens's child may receive (and where `command` binaries are looked up).
     pub cli: CliEnv,
-    /// `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`.
-    pub anthropic: ApiEnv,
-    /// `OPENAI_API_KEY`, `OPENAI_BASE_URL`.
-    pub openai: ApiEnv,
+    /// The API lenses' keys and base URLs.
+    pub apis: ApiVars,
     /// How long each CLI probe may take.
     pub cli_timeout: Duration,
 }
 
 impl PreflightEnv {
-    /// Reads the process environment.
-    pub fn from_env() -> Self {
+    /// Reads the process environment; `api_key_vars` are the lenses' own key variables.
+    pub fn from_env<'a>(api_key_vars: impl IntoIterator<Item = &'a str>) -> Self {
         Self {
             cli: CliEnv::from_env(),
-            anthropic: ApiEnv::anthropic_from_env(),
-            openai: ApiEnv::openai_from_env(),
+            apis: ApiVars::from_env(api_key_vars),
             cli_timeout: CLI_TIMEOUT,
         }
     }
@@ -55,8 +52,7 @@ impl fmt::Debug for PreflightEnv {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PreflightEnv")
             .field("cli", &self.cli)
-            .field("anthropic", &self.anthropic)
-            .field("openai", &self.openai)
+            .field("apis", &self.apis)
             .field("cli_timeout", &self.cli_timeout)
             .finish()
     }

@@ -1,31 +1,70 @@
-//! The registry: which [`Backend`] runs each [`BackendKind`].
+//! The registry: every backend, its name in the config and the [`Backend`] that runs it.
+//!
+//! One arm of [`backends!`] a backend: it declares the [`BackendKind`] variant, the name the
+//! config and the JSON use, and the value that runs it. Everything else — the config's parsing,
+//! `doctor`, the credentials masked by value, the API variables read at start — asks the registry,
+//! so a new backend is its own file plus one arm here.
+
+use serde::{Deserialize, Serialize};
 
 use super::agent_cli::CliBackend;
 use super::api::ApiBackend;
 use super::backend::Backend;
-use super::{BackendKind, anthropic, builtin, claude, codex, command, openai};
+use super::{anthropic, builtin, claude, codex, command, openai};
+use crate::credentials::{OWN_VARS, SecretVar};
 
-/// The registry: the backend of each kind.
-pub fn backend(kind: BackendKind) -> &'static dyn Backend {
-    match kind {
-        BackendKind::Builtin => &builtin::Builtin,
-        BackendKind::Command => &command::Command,
-        BackendKind::ClaudeCli => &CliBackend::<claude::ClaudeCli>::NEW,
-        BackendKind::CodexCli => &CliBackend::<codex::CodexCli>::NEW,
-        BackendKind::Anthropic => &ApiBackend::<anthropic::Anthropic>::NEW,
-        BackendKind::Openai => &ApiBackend::<openai::Openai>::NEW,
-    }
+macro_rules! backends {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal => $backend:expr,)*) => {
+        /// Which adapter runs a lens.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum BackendKind {
+            $($(#[$doc])* #[serde(rename = $name)] $variant,)*
+        }
+
+        impl BackendKind {
+            /// Its name in the config, the JSON and messages.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(BackendKind::$variant => $name,)*
+                }
+            }
+        }
+
+        /// The backend of each kind.
+        pub fn backend(kind: BackendKind) -> &'static dyn Backend {
+            match kind {
+                $(BackendKind::$variant => $backend,)*
+            }
+        }
+
+        /// Every kind, in the order `doctor` and the docs list them.
+        pub const ALL: &[BackendKind] = &[$(BackendKind::$variant,)*];
+    };
 }
 
-/// Every kind, in the order `doctor` and the docs list them.
-pub const ALL: [BackendKind; 6] = [
-    BackendKind::Builtin,
-    BackendKind::Command,
-    BackendKind::ClaudeCli,
-    BackendKind::CodexCli,
-    BackendKind::Anthropic,
-    BackendKind::Openai,
-];
+/// Every variable that holds a credential: reviewbot's own and each backend's.
+pub fn secret_vars() -> Vec<SecretVar> {
+    let mut vars = OWN_VARS.to_vec();
+    for &kind in ALL {
+        for var in backend(kind).secret_vars() {
+            if !vars.iter().any(|v| v.name == var.name) {
+                vars.push(var);
+            }
+        }
+    }
+    vars
+}
+
+backends! {
+    /// Deterministic checks on added lines, no model.
+    Builtin = "builtin" => &builtin::Builtin,
+    /// Any executable speaking the lens request and response as JSON.
+    Command = "command" => &command::Command,
+    ClaudeCli = "claude-cli" => &CliBackend::<claude::ClaudeCli>::NEW,
+    CodexCli = "codex-cli" => &CliBackend::<codex::CodexCli>::NEW,
+    Anthropic = "anthropic" => &ApiBackend::<anthropic::Anthropic>::NEW,
+    Openai = "openai" => &ApiBackend::<openai::Openai>::NEW,
+}
 
 #[cfg(test)]
 mod tests {
@@ -34,7 +73,7 @@ mod tests {
 
     #[test]
     fn every_kind_is_registered_under_its_own_kind() {
-        for kind in ALL {
+        for &kind in ALL {
             assert_eq!(backend(kind).kind(), kind, "{}", kind.as_str());
         }
     }
@@ -42,7 +81,7 @@ mod tests {
     #[test]
     fn a_subscription_cli_is_of_its_apis_vendor_and_only_model_backends_have_one() {
         use crate::lens::Vendor;
-        for kind in ALL {
+        for &kind in ALL {
             let b = backend(kind);
             if let Some(api) = b.fallback() {
                 assert_eq!(b.vendor(), backend(api).vendor(), "{}", kind.as_str());
@@ -57,9 +96,52 @@ mod tests {
         assert!(a.same_vendor(&crate::lens::LensSpec::new("c", BackendKind::Anthropic)));
     }
 
+    /// What was one hand-kept list is now each backend's own: none is lost, API keys and base
+    /// URLs come from the vendor's variables, and the subscription token never goes to a lens
+    /// that names it.
+    #[test]
+    fn every_credential_variable_comes_from_its_owner() {
+        use crate::credentials::{Holds, never_to_a_lens};
+        let known = secret_vars();
+        let holds = |name: &str| known.iter().find(|v| v.name == name).map(|v| v.holds);
+        for name in [
+            "GITHUB_TOKEN",
+            "GH_TOKEN",
+            "ACTIONS_RUNTIME_TOKEN",
+            "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+            "REVIEWBOT_PRIVATE_KEY",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "OPENAI_API_KEY",
+            "CODEX_API_KEY",
+        ] {
+            assert_eq!(holds(name), Some(Holds::Value), "{name}");
+        }
+        for &kind in ALL {
+            if let Some(vars) = backend(kind).api_vars() {
+                assert_eq!(holds(vars.key), Some(Holds::Value), "{}", kind.as_str());
+                assert_eq!(holds(vars.base_url), Some(Holds::Url), "{}", kind.as_str());
+            }
+        }
+        let names: Vec<&str> = known.iter().map(|v| v.name).collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        for name in [
+            "GITHUB_TOKEN",
+            "REVIEWBOT_DATABASE_URL",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+        ] {
+            assert!(never_to_a_lens(&known, name), "{name}");
+        }
+        assert!(!never_to_a_lens(&known, "OPENAI_API_KEY"));
+    }
+
     #[test]
     fn only_subscription_backends_fall_back_and_only_to_their_vendors_api() {
-        for kind in ALL {
+        for &kind in ALL {
             let b = backend(kind);
             match b.fallback() {
                 Some(api) => {

@@ -21,7 +21,8 @@ use crate::ids::LensName;
 use crate::lens::backend::{CallEnv, Runs};
 use crate::lens::cli_env::CliEnv;
 use crate::lens::contract::LensResponse;
-use crate::lens::http::{ApiEnv, RetryPolicy};
+use crate::lens::http::RetryPolicy;
+use crate::lens::keys::ApiVars;
 use crate::lens::process::timed_out;
 use crate::lens::registry;
 use crate::lens::{
@@ -94,7 +95,8 @@ impl SubscriptionSlots {
         let per_backend = per_backend.max(1);
         Self {
             slots: registry::ALL
-                .into_iter()
+                .iter()
+                .copied()
                 .filter(|&kind| kind.auth_class() == AuthClass::Subscription)
                 .map(|kind| (kind, Arc::new(Semaphore::new(per_backend))))
                 .collect(),
@@ -121,8 +123,8 @@ impl SubscriptionSlots {
 #[derive(Clone)]
 pub struct Panel {
     pub cli_env: CliEnv,
-    pub anthropic: ApiEnv,
-    pub openai: ApiEnv,
+    /// The API lenses' keys and base URLs.
+    pub apis: ApiVars,
     /// `false` with `--no-api-fallback`.
     pub allow_api_fallback: bool,
     /// Simultaneous runs per subscription CLI, shared with every other panel of the process.
@@ -139,12 +141,16 @@ pub struct Panel {
 }
 
 impl Panel {
-    /// A panel with credentials read from the process environment, notices on stderr.
-    pub fn from_env(slots: SubscriptionSlots, allow_api_fallback: bool) -> Self {
+    /// A panel with credentials read from the process environment, notices on stderr;
+    /// `api_key_vars` are the lenses' own key variables (`api_key_env`).
+    pub fn from_env<'a>(
+        slots: SubscriptionSlots,
+        allow_api_fallback: bool,
+        api_key_vars: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
         Self {
             cli_env: CliEnv::from_env(),
-            anthropic: ApiEnv::anthropic_from_env(),
-            openai: ApiEnv::openai_from_env(),
+            apis: ApiVars::from_env(api_key_vars),
             allow_api_fallback,
             slots,
             retry: RetryPolicy::default(),
@@ -427,7 +433,9 @@ impl Shared {
     }
 
     fn warn_billing(&self, spec: &LensSpec, api: BackendKind, model: &str, why: &Failure) {
-        let key = registry::backend(api).billed_to().unwrap_or("an API key");
+        // The fallback calls the vendor's API with the vendor's own variables.
+        let vars = registry::backend(api).api_vars();
+        let key = vars.as_ref().map_or("an API key", |v| v.key.as_ref());
         // Once per run: the first paid dispatch is the one the user must hear about.
         let first = !self.billing_warned.swap(true, Ordering::SeqCst);
         let warning = crate::review::notice::BillingFallback {
@@ -536,8 +544,7 @@ impl Shared {
         let b = registry::backend(backend);
         let env = CallEnv {
             cli: &self.panel.cli_env,
-            anthropic: &self.panel.anthropic,
-            openai: &self.panel.openai,
+            apis: &self.panel.apis,
             retry: &self.panel.retry,
             max_tool_calls: self.panel.max_tool_calls,
             max_call_tokens: self.panel.max_call_tokens,
@@ -673,7 +680,7 @@ mod tests {
             secret_keywords: None,
             nothing_fits: None,
         };
-        Panel::from_env(SubscriptionSlots::new(2), false)
+        Panel::from_env(SubscriptionSlots::new(2), false, [])
             .run(lenses, Arc::new(input), observer)
             .await
     }
@@ -890,14 +897,19 @@ mod tests {
     ) -> (Panel, Arc<Mutex<Vec<String>>>) {
         let notices = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&notices);
-        let api = |server: Option<&FakeServer>| ApiEnv {
-            api_key: Some("sk-test-key".to_owned()),
-            base_url: server.map(|s| s.base.clone()),
-        };
+        let mut apis = ApiVars::default();
+        for (server, key, base) in [
+            (anthropic, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+            (openai, "OPENAI_API_KEY", "OPENAI_BASE_URL"),
+        ] {
+            apis.set(key, "sk-test-key");
+            if let Some(server) = server {
+                apis.set(base, &server.base);
+            }
+        }
         let panel = Panel {
             cli_env: cli_env(fake.dir.path(), fake.dir.path()),
-            anthropic: api(anthropic),
-            openai: api(openai),
+            apis,
             allow_api_fallback: allow_fallback,
             slots: SubscriptionSlots::new(2),
             retry: fast_policy(),

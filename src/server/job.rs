@@ -39,7 +39,7 @@ impl FlowRunner {
         metrics: Arc<Metrics>,
     ) -> Self {
         let slots = SubscriptionSlots::new(config.limits.subscription_concurrency);
-        let mut panel = Panel::from_env(slots.clone(), true);
+        let mut panel = Panel::from_env(slots.clone(), true, config.api_key_vars());
         panel.max_tool_calls = config.context.max_tool_calls;
         panel.max_call_tokens = config.context.max_call_tokens;
         // The billing warning and other panel notices go to the log, not a terminal.

@@ -943,7 +943,7 @@ mod flow {
         let github =
             GithubClient::new(&fake.url(), Some(TOKEN.to_owned()), ClientLimits::default())
                 .expect("client");
-        let panel = Panel::from_env(SubscriptionSlots::new(1), false);
+        let panel = Panel::from_env(SubscriptionSlots::new(1), false, []);
         let ctx = FlowCtx {
             github: &github,
             has_token: true,

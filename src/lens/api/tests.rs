@@ -9,10 +9,10 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
-use crate::lens::anthropic::{self, Anthropic};
+use crate::lens::anthropic::Anthropic;
 use crate::lens::fake_model::{FakeModel, ToolCall as Scripted, Turn};
 use crate::lens::http::tests::{FakeServer, Reply, fast_policy};
-use crate::lens::openai::{self, Openai};
+use crate::lens::openai::Openai;
 use crate::lens::tools::BUDGET_SPENT;
 use crate::lens::tools::tests::{COSTLY, costly_text};
 
@@ -60,7 +60,14 @@ fn spec(kind: BackendKind) -> LensSpec {
 }
 
 fn env(base: String) -> ApiEnv {
-    ApiEnv::from_values(Some(KEY.to_owned()), Some(base))
+    ApiEnv::new(
+        crate::lens::keys::EnvVars {
+            key: "KEY",
+            base_url: "BASE",
+        },
+        Some(KEY.to_owned()),
+        Some(base),
+    )
 }
 
 /// Reads inside, outside by `..`, by an absolute path and through a link; then answers.
@@ -135,7 +142,7 @@ async fn anthropic_reads_the_snapshot_through_its_tools_and_nothing_outside() {
     let snap = snapshot();
     let fake = FakeModel::start(reading_script());
     let req = request(Some(&snap.root));
-    let answer = anthropic::run_with_policy(
+    let answer = run_with_policy::<Anthropic>(
         &spec(BackendKind::Anthropic),
         "model-1",
         &req,
@@ -159,7 +166,7 @@ async fn openai_reads_the_snapshot_through_its_tools_and_nothing_outside() {
     let snap = snapshot();
     let fake = FakeModel::start(reading_script());
     let req = request(Some(&snap.root));
-    let answer = openai::run_with_policy(
+    let answer = run_with_policy::<Openai>(
         &spec(BackendKind::Openai),
         "model-1",
         &req,
@@ -177,7 +184,7 @@ async fn openai_reads_the_snapshot_through_its_tools_and_nothing_outside() {
 #[tokio::test]
 async fn without_a_snapshot_no_tools_are_offered_and_the_prompt_says_diff_alone() {
     let fake = FakeModel::start(vec![Turn::text(LENS_JSON)]);
-    let answer = anthropic::run_with_policy(
+    let answer = run_with_policy::<Anthropic>(
         &spec(BackendKind::Anthropic),
         "model-1",
         &request(None),
@@ -406,11 +413,11 @@ async fn tool_results_are_masked_as_the_prompt_is_for_both_vendors() {
         let answer = match kind {
             BackendKind::Anthropic => {
                 let env = env(fake.url());
-                anthropic::run_with_policy(&spec, "model-1", &req, &env, &fast_policy()).await
+                run_with_policy::<Anthropic>(&spec, "model-1", &req, &env, &fast_policy()).await
             }
             _ => {
                 let env = env(fake.v1_url());
-                openai::run_with_policy(&spec, "model-1", &req, &env, &fast_policy()).await
+                run_with_policy::<Openai>(&spec, "model-1", &req, &env, &fast_policy()).await
             }
         };
         answer.expect("answer");
