@@ -489,8 +489,9 @@ impl ErrorInfo {
             _ => None,
         };
         let (kind, code, message) = match top.get("error") {
+            // Google's APIs name the kind `status` (`RESOURCE_EXHAUSTED`).
             Some(Value::Object(e)) => (
-                string(e.get("type")),
+                string(e.get("type")).or_else(|| string(e.get("status"))),
                 string(e.get("code")),
                 string(e.get("message")),
             ),

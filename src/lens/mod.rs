@@ -14,6 +14,7 @@ pub mod command;
 pub mod contract;
 #[cfg(test)]
 pub(crate) mod fake_model;
+pub mod gemini;
 pub mod http;
 pub mod keys;
 pub mod openai;

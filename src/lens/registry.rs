@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::agent_cli::CliBackend;
 use super::api::ApiBackend;
 use super::backend::Backend;
-use super::{anthropic, builtin, claude, codex, command, openai};
+use super::{anthropic, builtin, claude, codex, command, gemini, openai};
 use crate::credentials::{OWN_VARS, SecretVar};
 
 macro_rules! backends {
@@ -64,6 +64,7 @@ backends! {
     CodexCli = "codex-cli" => &CliBackend::<codex::CodexCli>::NEW,
     Anthropic = "anthropic" => &ApiBackend::<anthropic::Anthropic>::NEW,
     Openai = "openai" => &ApiBackend::<openai::Openai>::NEW,
+    Gemini = "gemini" => &ApiBackend::<gemini::Gemini>::NEW,
 }
 
 #[cfg(test)]
