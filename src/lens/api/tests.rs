@@ -11,6 +11,7 @@ use serde_json::json;
 use super::*;
 use crate::lens::anthropic::Anthropic;
 use crate::lens::fake_model::{FakeModel, ToolCall as Scripted, Turn};
+use crate::lens::gemini::Gemini;
 use crate::lens::http::tests::{FakeServer, Reply, fast_policy};
 use crate::lens::openai::Openai;
 use crate::lens::tools::BUDGET_SPENT;
@@ -179,6 +180,43 @@ async fn openai_reads_the_snapshot_through_its_tools_and_nothing_outside() {
     let first: Value = serde_json::from_str(&fake.model_requests()[0].body).expect("json");
     assert_eq!(first["parallel_tool_calls"], false);
     assert_eq!(first["tools"][0]["function"]["strict"], true);
+}
+
+/// Gemini's turn goes back with its thought signature, each result as a `functionResponse`
+/// answering its call's id.
+#[tokio::test]
+async fn gemini_reads_the_snapshot_through_its_tools_and_nothing_outside() {
+    let snap = snapshot();
+    let fake = FakeModel::start(reading_script());
+    let req = request(Some(&snap.root));
+    let answer = run_with_policy::<Gemini>(
+        &spec(BackendKind::Gemini),
+        "model-1",
+        &req,
+        &env(fake.url()),
+        &fast_policy(),
+    )
+    .await
+    .expect("answer");
+    assert_read_inside_only(&fake, &answer);
+    let requests = fake.model_requests();
+    assert_eq!(requests[0].path, "/v1beta/models/model-1:generateContent");
+    assert_eq!(requests[0].model.as_deref(), Some("model-1"));
+    let second: Value = serde_json::from_str(&requests[1].body).expect("json");
+    let contents = second["contents"].as_array().expect("contents");
+    assert_eq!(contents[1]["role"], "model");
+    assert_eq!(
+        contents[1]["parts"][0]["thoughtSignature"],
+        "fake-signature-0"
+    );
+    let answers = contents[2]["parts"].as_array().expect("parts");
+    assert_eq!(answers.len(), 5);
+    assert_eq!(answers[0]["functionResponse"]["id"], "call_inside");
+    assert!(
+        answers[1]["functionResponse"]["response"]
+            .get("error")
+            .is_some()
+    );
 }
 
 #[tokio::test]

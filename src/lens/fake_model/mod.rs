@@ -1,5 +1,5 @@
 //! A scripted model on 127.0.0.1 for tests: it speaks Anthropic Messages (streaming and not),
-//! OpenAI Responses (streaming) and OpenAI Chat Completions, answers from a script of turns and
+//! OpenAI Responses (streaming), OpenAI Chat Completions and Gemini `generateContent`, answers from a script of turns and
 //! logs every request, so that a test can drive a real agent CLI through real tool loops with no
 //! network and then prove from the log what the CLI advertised and sent back.
 //!
@@ -392,7 +392,10 @@ fn respond(
             return error_response(api, &err);
         }
     };
-    let seen = wire::read_request(api, &request);
+    let mut seen = wire::read_request(api, &request);
+    if api == Api::Gemini {
+        seen.model = Api::gemini_model(path).map(str::to_owned);
+    }
     logged.stream = seen.stream;
     logged.model = seen.model.clone();
     logged.model_turns = seen.model_turns;
@@ -429,6 +432,7 @@ fn respond(
         (Api::Responses, true) => sse(wire::responses_events(&reply)),
         (Api::Responses, false) => json(StatusCode::OK, &wire::responses_object(&reply)),
         (Api::Chat, false) => json(StatusCode::OK, &wire::chat_completion(&reply)),
+        (Api::Gemini, _) => json(StatusCode::OK, &wire::gemini_response(&reply)),
         (Api::Chat, true) => error_response(
             api,
             &ApiError {

@@ -12,6 +12,10 @@
 //!   with usage.
 //! - OpenAI Chat Completions: turns are `assistant` messages; tool results are `role: tool`
 //!   messages; the answer has `tool_calls` and a `finish_reason`.
+//! - Gemini `generateContent`: the model is in the path; turns are `model` contents; tool
+//!   results are `functionResponse` parts of user contents; the answer is a candidate whose
+//!   parts hold text and `functionCall`s (the first with a thought signature), and
+//!   `usageMetadata`.
 
 use serde_json::{Value, json};
 
@@ -23,6 +27,7 @@ pub(crate) enum Api {
     Anthropic,
     Responses,
     Chat,
+    Gemini,
 }
 
 impl Api {
@@ -31,15 +36,22 @@ impl Api {
             "/v1/messages" => Some(Api::Anthropic),
             "/v1/responses" => Some(Api::Responses),
             "/v1/chat/completions" => Some(Api::Chat),
-            _ => None,
+            _ => Self::gemini_model(path).map(|_| Api::Gemini),
         }
+    }
+
+    /// The model a Gemini path names: `/v1beta/models/{model}:generateContent`.
+    pub(crate) fn gemini_model(path: &str) -> Option<&str> {
+        path.strip_prefix("/v1beta/models/")?
+            .strip_suffix(":generateContent")
+            .filter(|m| !m.is_empty() && !m.contains('/'))
     }
 
     /// The prefix each API's call ids carry.
     fn call_prefix(self) -> &'static str {
         match self {
             Api::Anthropic => "toolu_",
-            Api::Responses | Api::Chat => "call_",
+            Api::Responses | Api::Chat | Api::Gemini => "call_",
         }
     }
 }
@@ -67,17 +79,26 @@ pub(super) fn read_request(api: Api, body: &Value) -> Seen {
         Api::Anthropic => read_anthropic(body, &mut seen),
         Api::Responses => read_responses(body, &mut seen),
         Api::Chat => read_chat(body, &mut seen),
+        Api::Gemini => read_gemini(body, &mut seen),
     }
     seen
 }
 
 fn advertised_tools(api: Api, tools: &Value) -> Vec<String> {
-    array(tools)
-        .iter()
+    // Gemini groups its functions in one tool.
+    let tools: Vec<&Value> = match api {
+        Api::Gemini => array(tools)
+            .iter()
+            .flat_map(|t| array(&t["functionDeclarations"]))
+            .collect(),
+        _ => array(tools).iter().collect(),
+    };
+    tools
+        .into_iter()
         .filter_map(|t| {
             let name = match api {
                 Api::Chat => &t["function"]["name"],
-                Api::Anthropic | Api::Responses => &t["name"],
+                Api::Anthropic | Api::Responses | Api::Gemini => &t["name"],
             };
             name.as_str()
                 .or_else(|| t["type"].as_str())
@@ -217,6 +238,43 @@ fn read_chat(body: &Value, seen: &mut Seen) {
     }
 }
 
+fn read_gemini(body: &Value, seen: &mut Seen) {
+    seen.system = text_of(&body["systemInstruction"]["parts"]);
+    for content in array(&body["contents"]) {
+        match content["role"].as_str() {
+            Some("model") => seen.model_turns += 1,
+            Some("user") | None => {
+                let mut text = String::new();
+                for part in array(&content["parts"]) {
+                    if let Some(t) = part["text"].as_str() {
+                        push_text(&mut text, t);
+                    }
+                    let answer = &part["functionResponse"];
+                    if answer.is_object() {
+                        let response = &answer["response"];
+                        let is_error = response.get("error").is_some();
+                        let out = if is_error {
+                            &response["error"]
+                        } else {
+                            &response["output"]
+                        };
+                        seen.tool_results.push(result(
+                            Api::Gemini,
+                            answer["id"].as_str().unwrap_or_default(),
+                            out.as_str().map_or_else(|| out.to_string(), str::to_owned),
+                            is_error,
+                        ));
+                    }
+                }
+                if !text.is_empty() {
+                    seen.user_text.push(text);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// A scripted turn about to be written in some API's format.
 pub(super) struct Reply<'a> {
     pub(super) turn: &'a Turn,
@@ -269,6 +327,9 @@ pub(super) fn error_body(api: Api, err: &ApiError) -> Value {
         }),
         Api::Responses | Api::Chat => json!({
             "error": {"message": err.message, "type": err.kind, "code": null, "param": null},
+        }),
+        Api::Gemini => json!({
+            "error": {"code": err.status, "message": err.message, "status": err.kind},
         }),
     }
 }
@@ -549,5 +610,38 @@ pub(super) fn chat_completion(reply: &Reply<'_>) -> Value {
             "completion_tokens": output,
             "total_tokens": reply.input_tokens.saturating_add(output),
         },
+    })
+}
+
+// --- Gemini generateContent ---------------------------------------------------------------
+
+/// The answer: one candidate; a turn with calls carries a thought signature on its first part,
+/// which a client must send back with the turn.
+pub(super) fn gemini_response(reply: &Reply<'_>) -> Value {
+    let n = reply.number;
+    let text = reply.text().map(|t| json!({"text": t}));
+    let calls = reply.turn.calls.iter().enumerate().map(|(i, c)| {
+        let mut part = json!({"functionCall": {
+            "id": reply.call_id(Api::Gemini, &c.id),
+            "name": c.name,
+            "args": c.input,
+        }});
+        if i == 0 {
+            part["thoughtSignature"] = json!(format!("fake-signature-{n}"));
+        }
+        part
+    });
+    let parts: Vec<Value> = text.into_iter().chain(calls).collect();
+    let output = reply.output_tokens();
+    json!({
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
+                        "index": 0}],
+        "usageMetadata": {
+            "promptTokenCount": reply.input_tokens,
+            "candidatesTokenCount": output,
+            "totalTokenCount": reply.input_tokens.saturating_add(output),
+        },
+        "modelVersion": reply.model,
+        "responseId": format!("fake-response-{n}"),
     })
 }
