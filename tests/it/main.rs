@@ -1,6 +1,7 @@
 //! Integration tests: one binary, one module per area.
 
 mod action;
+mod api_lenses;
 mod app_auth;
 mod backends;
 mod check_run;
