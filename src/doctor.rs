@@ -21,7 +21,7 @@ use crate::github::client::{ClientLimits, DEFAULT_API_URL, GithubClient};
 use crate::github::model::RepoName;
 use crate::lens::LensSpec;
 use crate::lens::http::origin_of;
-pub use crate::lens::preflight::{CLI_TIMEOUT, Check, PreflightEnv};
+pub use crate::lens::preflight::{Check, PreflightEnv};
 use crate::lens::registry::backend;
 
 /// What doctor reads from the environment, captured once.

@@ -21,28 +21,28 @@
 //! `sanitize` < `lens`, `repo_rules` < `config`, `evidence` < `github`, `plan` < `context`,
 //! `doctor`, `request` < `review`, `store` < `render` < `flow` < `server` < `cli`
 
-pub mod attributes;
-pub mod chars;
+pub(crate) mod attributes;
+pub(crate) mod chars;
 pub mod cli;
 pub mod config;
 pub mod context;
-pub mod credentials;
+pub(crate) mod credentials;
 pub mod diff;
-pub mod doctor;
-pub mod evidence;
+pub(crate) mod doctor;
+pub(crate) mod evidence;
 pub mod flow;
 pub mod github;
 pub mod ids;
 pub mod lens;
-pub mod par;
+pub(crate) mod par;
 pub mod plan;
 pub mod redact;
-pub mod render;
-pub mod repo_rules;
+pub(crate) mod render;
+pub(crate) mod repo_rules;
 pub mod request;
 pub mod review;
-pub mod sanitize;
+pub(crate) mod sanitize;
 pub mod server;
 pub mod store;
-pub mod timing;
-pub mod unicode;
+pub(crate) mod timing;
+pub(crate) mod unicode;

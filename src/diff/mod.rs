@@ -8,7 +8,7 @@
 //! for it, a file at a time.
 
 mod decode;
-pub mod file;
+pub(crate) mod file;
 mod parse;
 #[cfg(test)]
 mod tests;

@@ -17,7 +17,6 @@ use crate::lens::contract::{schema_given, with_repository};
 
 /// One agent CLI.
 pub(crate) trait AgentCli: 'static {
-    const KIND: BackendKind;
     /// Its vendor's API, the only fallback it may take.
     const FALLBACK: BackendKind;
     const CLI: Cli;
@@ -85,10 +84,6 @@ impl<C> CliBackend<C> {
 }
 
 impl<C: AgentCli> Backend for CliBackend<C> {
-    fn kind(&self) -> BackendKind {
-        C::KIND
-    }
-
     fn auth_class(&self) -> AuthClass {
         AuthClass::Subscription
     }

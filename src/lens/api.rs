@@ -109,10 +109,6 @@ impl<V> ApiBackend<V> {
 }
 
 impl<V: ApiVendor> Backend for ApiBackend<V> {
-    fn kind(&self) -> BackendKind {
-        V::KIND
-    }
-
     fn auth_class(&self) -> AuthClass {
         AuthClass::Api
     }

@@ -50,8 +50,6 @@ pub enum Runs {
 
 /// One kind of backend.
 pub trait Backend: Sync {
-    fn kind(&self) -> BackendKind;
-
     /// Who pays for a call.
     fn auth_class(&self) -> AuthClass;
 

@@ -59,7 +59,7 @@ use crate::diff::{ByteLine, Diff, FileDiff, LineKind, Side};
 use crate::lens::backend::{Backend, CallEnv, Pending, Runs};
 use crate::lens::contract::{Confidence, LensResponse, RawFinding, Severity};
 use crate::lens::preflight::{self, PreflightEnv};
-use crate::lens::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec, Vendor};
+use crate::lens::{Answer, AuthClass, Failure, LensRequest, LensSpec, Vendor};
 use crate::redact;
 use crate::unicode::{self, Hidden};
 
@@ -77,10 +77,6 @@ pub use secrets::{KeywordSearch, SecretKeywords, remember_secrets, search_keywor
 pub struct Builtin;
 
 impl Backend for Builtin {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Builtin
-    }
-
     fn auth_class(&self) -> AuthClass {
         AuthClass::None
     }

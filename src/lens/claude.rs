@@ -87,7 +87,6 @@ pub fn args(model: Option<&str>, max_turns: u32, read: bool) -> Vec<OsString> {
 pub struct ClaudeCli;
 
 impl AgentCli for ClaudeCli {
-    const KIND: BackendKind = BackendKind::ClaudeCli;
     const FALLBACK: BackendKind = BackendKind::Anthropic;
     /// The subscription token is the child's alone; a gateway's bearer is the operator's.
     const SECRETS: &'static [SecretVar] = &[
@@ -540,7 +539,8 @@ mod tests {
     async fn with_a_snapshot_claude_runs_in_it_with_the_read_tools_and_writes_nothing() {
         let fake = Fake::new("claude", "read-snapshot");
         let env = fake::cli_env(fake.dir.path(), fake.dir.path());
-        let (snapshot, answer) = fake::review_snapshot::<ClaudeCli>(&fake, &env, true).await;
+        let (snapshot, answer) =
+            fake::review_snapshot::<ClaudeCli>(BackendKind::ClaudeCli, &fake, &env, true).await;
 
         // The snapshot's text came back through the fake's answer, escaped and read again.
         assert_eq!(answer.response.summary.as_deref(), Some(fake::SNAPSHOT_LIB));
@@ -735,7 +735,6 @@ mod tests {
             status: ExitStatus::from_raw(status << 8),
             stdout: stdout.as_bytes().to_vec(),
             stderr: Vec::new(),
-            elapsed: Duration::ZERO,
         }
     }
 

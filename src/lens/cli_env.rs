@@ -539,11 +539,12 @@ diff --git a/src/lib.rs b/src/lib.rs
     /// checks that the run wrote nothing there and that the prompt said whether the lens
     /// `reads` the repository.
     pub(crate) async fn review_snapshot<C: AgentCli>(
+        kind: BackendKind,
         fake: &Fake,
         env: &CliEnv,
         reads: bool,
     ) -> (Snapshot, Answer) {
-        let spec = fake.lens(C::KIND, None);
+        let spec = fake.lens(kind, None);
         let snapshot = Snapshot::new();
         let before = snapshot.contents();
         let req = snapshot.request("Review this change.");

@@ -164,7 +164,6 @@ pub(crate) fn says_sandbox_failed(aggregated_output: &str) -> bool {
 pub struct CodexCli;
 
 impl AgentCli for CodexCli {
-    const KIND: BackendKind = BackendKind::CodexCli;
     const FALLBACK: BackendKind = BackendKind::Openai;
     const SECRETS: &'static [SecretVar] = &[var("CODEX_API_KEY", Holds::Value, true)];
     const CLI: Cli = Cli::Codex;
@@ -709,7 +708,8 @@ mod tests {
     #[tokio::test]
     async fn with_a_snapshot_codex_reads_it_as_its_workspace_from_the_scratch_dir() {
         let (fake, env) = setup("read-snapshot");
-        let (snapshot, answer) = fake::review_snapshot::<CodexCli>(&fake, &env, true).await;
+        let (snapshot, answer) =
+            fake::review_snapshot::<CodexCli>(BackendKind::CodexCli, &fake, &env, true).await;
 
         // The snapshot's text came back, through a command and the answer.
         assert_eq!(answer.response.summary.as_deref(), Some(fake::SNAPSHOT_LIB));
@@ -726,7 +726,8 @@ mod tests {
     #[tokio::test]
     async fn where_the_sandbox_cannot_start_codex_reviews_the_diff_alone_and_says_why() {
         let (fake, env) = setup("sandbox-broken");
-        let (snapshot, answer) = fake::review_snapshot::<CodexCli>(&fake, &env, false).await;
+        let (snapshot, answer) =
+            fake::review_snapshot::<CodexCli>(BackendKind::CodexCli, &fake, &env, false).await;
 
         assert_eq!(answer.response.findings.len(), 1);
         assert_eq!(

@@ -15,7 +15,7 @@ use super::process::{
     self, DEFAULT_MAX_OUTPUT, Keep, OUTPUT_EXCERPT_CHARS, ProcessSpec, STDERR_TAIL_CHARS,
     child_text, describe_status, excerpt_note, failure_of, stderr_note,
 };
-use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec, PrInfo, Vendor};
+use super::{Answer, AuthClass, Failure, LensRequest, LensSpec, PrInfo, Vendor};
 use crate::lens::contract::with_repository;
 use crate::lens::contract::{LensResponse, response_schema};
 
@@ -39,10 +39,6 @@ struct CommandRequest<'a> {
 pub struct Command;
 
 impl Backend for Command {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Command
-    }
-
     fn auth_class(&self) -> AuthClass {
         AuthClass::None
     }

@@ -2,26 +2,26 @@
 //! [`LensRun`] — a lens response or a failure — with the same provenance. What a lens answers
 //! is fixed by [`contract`]; [`parse`] reads a lens's raw output as that answer.
 
-pub mod agent_cli;
-pub mod anthropic;
-pub mod api;
-pub mod backend;
+pub(crate) mod agent_cli;
+pub(crate) mod anthropic;
+pub(crate) mod api;
+pub(crate) mod backend;
 pub mod builtin;
-pub mod claude;
-pub mod cli_env;
-pub mod codex;
-pub mod command;
+pub(crate) mod claude;
+pub(crate) mod cli_env;
+pub(crate) mod codex;
+pub(crate) mod command;
 pub mod contract;
 #[cfg(test)]
 pub(crate) mod fake_model;
-pub mod gemini;
-pub mod http;
-pub mod keys;
-pub mod openai;
-pub mod parse;
-pub mod preflight;
-pub mod process;
-pub mod registry;
+pub(crate) mod gemini;
+pub(crate) mod http;
+pub(crate) mod keys;
+pub(crate) mod openai;
+pub(crate) mod parse;
+pub(crate) mod preflight;
+pub(crate) mod process;
+pub(crate) mod registry;
 pub mod tools;
 
 use std::path::Path;

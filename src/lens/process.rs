@@ -75,7 +75,6 @@ pub struct ProcessOutput {
     pub status: ExitStatus,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
-    pub elapsed: Duration,
 }
 
 /// One of the child's output streams.
@@ -247,7 +246,6 @@ pub async fn run(spec: ProcessSpec) -> Result<ProcessOutput, ProcessError> {
         status,
         stdout: out,
         stderr: err,
-        elapsed: started.elapsed(),
     })
 }
 

@@ -72,11 +72,26 @@ mod tests {
     use super::*;
     use crate::lens::AuthClass;
 
+    /// An API vendor names its kind in messages: it is the kind its arm registers.
     #[test]
-    fn every_kind_is_registered_under_its_own_kind() {
-        for &kind in ALL {
-            assert_eq!(backend(kind).kind(), kind, "{}", kind.as_str());
-        }
+    fn every_api_vendor_names_the_kind_it_is_registered_under() {
+        use crate::lens::api::ApiVendor;
+        assert_eq!(anthropic::Anthropic::KIND, BackendKind::Anthropic);
+        assert_eq!(openai::Openai::KIND, BackendKind::Openai);
+        assert_eq!(gemini::Gemini::KIND, BackendKind::Gemini);
+        let api_kinds: Vec<BackendKind> = ALL
+            .iter()
+            .copied()
+            .filter(|&k| backend(k).api_vars().is_some())
+            .collect();
+        assert_eq!(
+            api_kinds,
+            [
+                BackendKind::Anthropic,
+                BackendKind::Openai,
+                BackendKind::Gemini
+            ]
+        );
     }
 
     #[test]

@@ -3,18 +3,18 @@
 //! decide), `rounds` (what was posted before; settle what to post now). `panel` runs the lenses
 //! and `pipeline` chains one review; `notice` is what a run tells its caller, as data.
 
-pub mod anchor;
-pub mod finding;
-pub mod gate;
-pub mod markers;
-pub mod merge;
+pub(crate) mod anchor;
+pub(crate) mod finding;
+pub(crate) mod gate;
+pub(crate) mod markers;
+pub(crate) mod merge;
 pub mod notice;
 pub mod panel;
-pub mod pipeline;
-pub mod rounds;
+pub(crate) mod pipeline;
+pub(crate) mod rounds;
 pub mod scope;
-pub mod threads;
-pub mod verdict;
+pub(crate) mod threads;
+pub(crate) mod verdict;
 
 use serde::Serialize;
 

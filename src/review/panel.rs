@@ -434,8 +434,9 @@ impl Shared {
 
     fn warn_billing(&self, spec: &LensSpec, api: BackendKind, model: &str, why: &Failure) {
         // The fallback calls the vendor's API with the vendor's own variables.
-        let vars = registry::backend(api).api_vars();
-        let key = vars.as_ref().map_or("an API key", |v| v.key.as_ref());
+        let key = registry::backend(api)
+            .api_vars()
+            .map_or("an API key", |v| v.key);
         // Once per run: the first paid dispatch is the one the user must hear about.
         let first = !self.billing_warned.swap(true, Ordering::SeqCst);
         let warning = crate::review::notice::BillingFallback {

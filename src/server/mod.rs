@@ -15,15 +15,15 @@ use axum::routing::{get, post};
 use crate::ids::JobId;
 use crate::request::ReviewRequest;
 
-pub mod budget;
+pub(crate) mod budget;
 pub mod http;
-pub mod job;
-pub mod metrics;
-pub mod serve;
-pub mod signature;
-pub mod store_intake;
+pub(crate) mod job;
+pub(crate) mod metrics;
+pub(crate) mod serve;
+pub(crate) mod signature;
+pub(crate) mod store_intake;
 mod webhook;
-pub mod worker;
+pub(crate) mod worker;
 
 pub use metrics::Metrics;
 pub use signature::WebhookSecrets;
