@@ -257,8 +257,8 @@ mod tests {
     async fn lens_check(spec: &LensSpec, env: &DoctorEnv) -> Vec<Check> {
         lens_checks(spec, &env.lens).await
     }
-    use crate::lens::cli_env::fake::Fake;
-    use crate::lens::http::tests::{FakeServer, Reply};
+    use crate::testing::api_server::{FakeServer, Reply};
+    use crate::testing::fake_cli::Fake;
     use serde_json::json;
 
     /// An environment with nothing set but a `PATH` and `HOME` of our choosing.
@@ -755,7 +755,7 @@ mod tests {
     /// The real CLIs, logged out (`REVIEWBOT_REAL_CLI_DIR`, see `cli_env::fake::real_cli`).
     #[tokio::test]
     async fn real_clis_logged_out_are_found_and_fail_the_login() {
-        use crate::lens::cli_env::fake::{real_cli, real_env};
+        use crate::testing::fake_cli::{real_cli, real_env};
         let test = "real_clis_logged_out_are_found_and_fail_the_login";
         let Some(claude) = real_cli("claude", test) else {
             return;

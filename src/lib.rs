@@ -44,5 +44,7 @@ pub mod review;
 pub(crate) mod sanitize;
 pub mod server;
 pub mod store;
+#[cfg(test)]
+pub(crate) mod testing;
 pub(crate) mod timing;
 pub(crate) mod unicode;

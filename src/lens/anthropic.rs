@@ -301,9 +301,9 @@ mod tests {
 
     use super::*;
     use crate::lens::api::run_with_policy;
-    use crate::lens::http::tests::{FakeServer, Reply, fast_policy};
     use crate::lens::keys::ApiEnv;
     use crate::lens::{BackendKind, FailureKind, LensRequest};
+    use crate::testing::api_server::{FakeServer, Reply, fast_policy};
 
     const KEY: &str = "sk-ant-api03-test-key-do-not-leak-0123456789";
     const MODEL: &str = "claude-sonnet-4-5";
@@ -317,7 +317,7 @@ mod tests {
     }
 
     fn request() -> LensRequest {
-        crate::lens::cli_env::fake::request(PROMPT)
+        crate::testing::fake_cli::request(PROMPT)
     }
 
     fn env(server: &FakeServer) -> ApiEnv {

@@ -414,7 +414,7 @@ mod tests {
         agent_cli::run::<ClaudeCli>(spec, req, env, 40, max_output).await
     }
     use crate::lens::BackendKind;
-    use crate::lens::cli_env::fake::{self, Fake};
+    use crate::testing::fake_cli::{self as fake, Fake};
 
     async fn run_mode(mode: &str) -> (Fake, Result<Answer, Failure>) {
         let fake = Fake::new("claude", mode);

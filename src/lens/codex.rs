@@ -558,7 +558,7 @@ mod tests {
         agent_cli::run::<CodexCli>(spec, req, env, 40, max_output).await
     }
     use crate::lens::BackendKind;
-    use crate::lens::cli_env::fake::{self, Fake};
+    use crate::testing::fake_cli::{self as fake, Fake};
 
     /// A fake with an existing `CODEX_HOME` beside it.
     fn setup(mode: &str) -> (Fake, CliEnv) {

@@ -210,9 +210,9 @@ mod tests {
     }
     use crate::diff::Diff;
     use crate::lens::BackendKind;
-    use crate::lens::cli_env::fake::gone_soon;
+    use crate::testing::fake_cli::gone_soon;
 
-    use crate::lens::cli_env::fake::DIFF;
+    use crate::testing::fake_cli::DIFF;
 
     fn fixture(name: &str) -> String {
         let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests/fixtures/lenses", name]

@@ -12,8 +12,6 @@ pub(crate) mod cli_env;
 pub(crate) mod codex;
 pub(crate) mod command;
 pub mod contract;
-#[cfg(test)]
-pub(crate) mod fake_model;
 pub(crate) mod gemini;
 pub(crate) mod http;
 pub(crate) mod keys;

@@ -313,9 +313,9 @@ mod tests {
 
     use super::*;
     use crate::lens::api::run_with_policy;
-    use crate::lens::http::tests::{FakeServer, Reply, fast_policy};
     use crate::lens::keys::ApiEnv;
     use crate::lens::{BackendKind, FailureKind, LensRequest};
+    use crate::testing::api_server::{FakeServer, Reply, fast_policy};
 
     const KEY: &str = "sk-proj-test-key-do-not-leak-0123456789abcdef";
     const MODEL: &str = "gpt-4o-2024-08-06";
@@ -329,7 +329,7 @@ mod tests {
     }
 
     fn request() -> LensRequest {
-        crate::lens::cli_env::fake::request(PROMPT)
+        crate::testing::fake_cli::request(PROMPT)
     }
 
     /// The server's base URL as the SDKs want it: with `/v1`.
@@ -560,7 +560,7 @@ mod tests {
         )
         .unwrap();
         let prompt = crate::plan::build_prompt(&diff, None);
-        let req = crate::lens::cli_env::fake::request(&prompt);
+        let req = crate::testing::fake_cli::request(&prompt);
         run_with_policy::<Openai>(&spec(), MODEL, &req, &env(&server), &fast_policy())
             .await
             .expect("ok");

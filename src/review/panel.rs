@@ -687,7 +687,7 @@ mod tests {
     }
 
     fn request() -> Arc<LensRequest> {
-        Arc::new(crate::lens::cli_env::fake::request("Review this change."))
+        Arc::new(crate::testing::fake_cli::request("Review this change."))
     }
 
     fn command_lens(name: &str, script: &str) -> LensSpec {
@@ -886,8 +886,8 @@ mod tests {
 
     // ---- fallback, concurrency ----
 
-    use crate::lens::cli_env::fake::{Fake, cli_env};
-    use crate::lens::http::tests::{FakeServer, Reply, fast_policy};
+    use crate::testing::api_server::{FakeServer, Reply, fast_policy};
+    use crate::testing::fake_cli::{Fake, cli_env};
 
     /// A panel whose notices are kept, with the given API servers.
     fn test_panel(

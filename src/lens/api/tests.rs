@@ -10,12 +10,12 @@ use serde_json::json;
 
 use super::*;
 use crate::lens::anthropic::Anthropic;
-use crate::lens::fake_model::{FakeModel, ToolCall as Scripted, Turn};
 use crate::lens::gemini::Gemini;
-use crate::lens::http::tests::{FakeServer, Reply, fast_policy};
 use crate::lens::openai::Openai;
 use crate::lens::tools::BUDGET_SPENT;
 use crate::lens::tools::tests::{COSTLY, costly_text};
+use crate::testing::api_server::{FakeServer, Reply, fast_policy};
+use crate::testing::fake_model::{FakeModel, ToolCall as Scripted, Turn};
 
 const KEY: &str = "sk-test-key-for-the-fake-0123456789";
 const MARKER: &str = "UNDIFFED_CALLER_MARKER_51";
@@ -49,7 +49,7 @@ fn snapshot() -> Snapshot {
 }
 
 fn request(checkout: Option<&Path>) -> LensRequest {
-    let mut req = crate::lens::cli_env::fake::request("Review this change.");
+    let mut req = crate::testing::fake_cli::request("Review this change.");
     req.checkout = checkout.map(Arc::from);
     req
 }

@@ -8,9 +8,9 @@ use serde_json::json;
 
 use super::*;
 use crate::lens::api::run_with_policy;
-use crate::lens::http::tests::{FakeServer, Reply, fast_policy};
 use crate::lens::keys::ApiEnv;
 use crate::lens::{FailureKind, LensRequest};
+use crate::testing::api_server::{FakeServer, Reply, fast_policy};
 
 const KEY: &str = "AIzaSyD-test-key-do-not-leak-0123456789ab";
 const MODEL: &str = "gemini-2.5-pro";
@@ -24,7 +24,7 @@ fn spec() -> LensSpec {
 }
 
 fn request() -> LensRequest {
-    crate::lens::cli_env::fake::request(PROMPT)
+    crate::testing::fake_cli::request(PROMPT)
 }
 
 fn env(server: &FakeServer) -> ApiEnv {

@@ -14,11 +14,11 @@ use super::snapshot::{HARDLINK_SECRET, Hostile, OUTDIR_SECRET, OUTSIDE_SECRET, U
 use super::{FakeModel, ToolCall, Turn};
 use crate::lens::agent_cli;
 use crate::lens::cli_env::CliEnv;
-use crate::lens::cli_env::fake::{self, Fake, real_cli};
 use crate::lens::codex::{CodexCli, sandbox_works, says_sandbox_failed};
 use crate::lens::contract::response_schema;
 use crate::lens::process::{self, DEFAULT_MAX_OUTPUT, ProcessSpec};
 use crate::lens::{Answer, BackendKind, Failure, FailureKind};
+use crate::testing::fake_cli::{self as fake, Fake, real_cli};
 
 /// The variable the custom provider reads its key from, and the key: neither may reach a
 /// command's environment or a request body.

@@ -14,9 +14,9 @@ use super::{FakeModel, ToolCall, Turn};
 use crate::lens::agent_cli;
 use crate::lens::claude::{self, ClaudeCli, READ_TOOLS};
 use crate::lens::cli_env::CliEnv;
-use crate::lens::cli_env::fake::{self, real_cli, repository_note};
 use crate::lens::process::{self, DEFAULT_MAX_OUTPUT, ProcessOutput, ProcessSpec};
 use crate::lens::{Answer, BackendKind, Failure, FailureKind, LensRequest, LensSpec};
+use crate::testing::fake_cli::{self as fake, real_cli, repository_note};
 
 const MODEL: &str = "claude-fake-1";
 
