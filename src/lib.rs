@@ -17,7 +17,7 @@
 //!
 //! Each module imports only from layers below its own; `tests/it/layers.rs` holds the code to
 //! the line after this one. Layers, bottom to top:
-//! `ids`, `chars`, `unicode`, `par`, `timing`, `redact`, `attributes` < `credentials`, `diff`,
+//! `ids`, `learning`, `chars`, `unicode`, `par`, `timing`, `redact`, `attributes` < `credentials`, `diff`,
 //! `sanitize` < `lens`, `repo_rules` < `config`, `evidence` < `github`, `plan` < `context`,
 //! `doctor`, `request` < `review`, `store` < `render` < `flow` < `server` < `cli`
 
@@ -33,6 +33,7 @@ pub(crate) mod evidence;
 pub mod flow;
 pub mod github;
 pub mod ids;
+pub mod learning;
 pub mod lens;
 pub(crate) mod par;
 pub mod plan;

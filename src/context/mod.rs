@@ -67,7 +67,7 @@ pub struct Context {
     /// every lens.
     pub attributes: Arc<crate::attributes::Attributes>,
     /// The repository's learnings: maintainers' rulings on earlier findings, for the prompts.
-    pub notes: Vec<crate::plan::Note>,
+    pub notes: Vec<crate::learning::Learning>,
 }
 
 impl Context {

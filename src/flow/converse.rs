@@ -13,6 +13,7 @@ use crate::flow::FlowCtx;
 use crate::github::client::GithubError;
 use crate::github::model::{RepoName, ReviewComment};
 use crate::ids::{HeadSha, PrNumber};
+use crate::learning::Learning;
 use crate::lens::{LensRequest, LensSpec, PrInfo, Provenance};
 use crate::plan::{self, ThreadMessage};
 use crate::redact::redact;
@@ -137,10 +138,12 @@ pub(super) async fn answer(
         };
         let learning = NewLearning {
             repo: at.repo.clone(),
-            path: thread.path.clone(),
-            title,
-            reply: capped(&redact(&sanitize(&writer.body))),
-            author: writer.author.clone(),
+            learning: Learning {
+                path: thread.path.clone(),
+                title,
+                reply: capped(&redact(&sanitize(&writer.body))),
+                author: writer.author.clone(),
+            },
             fingerprint: thread.fingerprint.clone(),
             source: writer.id,
         };

@@ -182,20 +182,12 @@ pub(super) async fn notes(
     ctx: &FlowCtx<'_>,
     repo: &RepoName,
     notices: &mut Vec<crate::review::notice::Notice>,
-) -> Vec<crate::plan::Note> {
+) -> Vec<crate::learning::Learning> {
     let Some(store) = ctx.store else {
         return Vec::new();
     };
     match store.learnings(repo).await {
-        Ok(learnings) => learnings
-            .into_iter()
-            .map(|l| crate::plan::Note {
-                path: l.path,
-                title: l.title,
-                reply: l.reply,
-                author: l.author,
-            })
-            .collect(),
+        Ok(learnings) => learnings.into_iter().map(|l| l.learning).collect(),
         Err(e) => {
             notices.push(crate::review::notice::Notice::LearningFailed {
                 error: e.to_string(),

@@ -6,7 +6,7 @@ use crate::ids::{HeadSha, LensName};
 use crate::render::{clean_code, disarm, mask};
 use crate::review::Verdict;
 use crate::review::markers::{Outcome, ReplyMarker};
-use crate::store::Learning;
+use crate::store::KeptLearning;
 
 /// The most characters of a lens's answer posted in a thread.
 pub const MAX_ANSWER_CHARS: usize = 3_000;
@@ -98,16 +98,17 @@ pub fn check_summary(verdict: Verdict, withdrawn: usize) -> String {
 }
 
 /// `reviewbot learnings list`: one paragraph a learning, oldest first.
-pub fn learnings_text(repo: &RepoName, learnings: &[Learning]) -> String {
+pub fn learnings_text(repo: &RepoName, learnings: &[KeptLearning]) -> String {
     if learnings.is_empty() {
         return format!("No learnings for {repo}.\n");
     }
     let mut out = String::new();
-    for l in learnings {
-        let when = date(l.created_at);
+    for kept in learnings {
+        let when = date(kept.created_at);
+        let l = &kept.learning;
         out.push_str(&format!(
             "#{} {} — \"{}\"\n    {} on {when}: {}\n",
-            l.id,
+            kept.id,
             clean_code(&l.path),
             clean_code(&l.title),
             clean_code(&l.author),
@@ -118,7 +119,7 @@ pub fn learnings_text(repo: &RepoName, learnings: &[Learning]) -> String {
 }
 
 /// `reviewbot learnings list --json`: an array of the learnings as kept.
-pub fn learnings_json(learnings: &[Learning]) -> String {
+pub fn learnings_json(learnings: &[KeptLearning]) -> String {
     let mut out = serde_json::to_string_pretty(learnings).unwrap_or_else(|_| "[]".to_owned());
     out.push('\n');
     out
@@ -141,6 +142,7 @@ fn date(ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::learning::Learning;
 
     fn head() -> HeadSha {
         HeadSha::parse("db4ca9af0c1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e").unwrap()
@@ -157,13 +159,15 @@ mod tests {
     #[test]
     fn learnings_as_listed() {
         let repo = RepoName::parse("octo/app").unwrap();
-        let learning = Learning {
+        let learning = KeptLearning {
             id: 7,
             repo: "octo/app".into(),
-            path: "src/load.rs".into(),
-            title: "Unchecked index".into(),
-            reply: "Intended: `load` checks\nthe length first.".into(),
-            author: "maintainer".into(),
+            learning: Learning {
+                path: "src/load.rs".into(),
+                title: "Unchecked index".into(),
+                reply: "Intended: `load` checks\nthe length first.".into(),
+                author: "maintainer".into(),
+            },
             fingerprint: "0123456789abcdef".into(),
             created_at: 1_796_256_000_000,
         };

@@ -5,16 +5,14 @@ use sqlx::Row;
 
 use super::{Store, StoreError, now_ms, to_i64};
 use crate::github::model::RepoName;
+use crate::learning::Learning;
 
-/// A learning to keep.
+/// A learning to keep, with where it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewLearning {
     pub repo: RepoName,
-    pub path: String,
-    pub title: String,
-    /// The maintainer's reply, sanitized and capped by the caller.
-    pub reply: String,
-    pub author: String,
+    pub learning: Learning,
+    /// The finding's fingerprint.
     pub fingerprint: String,
     /// The reply's review-comment id: one learning per reply, however often it is seen.
     pub source: u64,
@@ -22,13 +20,11 @@ pub struct NewLearning {
 
 /// A learning as kept.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Learning {
+pub struct KeptLearning {
     pub id: i64,
     pub repo: String,
-    pub path: String,
-    pub title: String,
-    pub reply: String,
-    pub author: String,
+    #[serde(flatten)]
+    pub learning: Learning,
     pub fingerprint: String,
     /// Unix milliseconds.
     pub created_at: i64,
@@ -45,10 +41,10 @@ impl Store {
                  ON CONFLICT (repo, source) DO NOTHING",
             )
             .bind(learning.repo.to_string())
-            .bind(&learning.path)
-            .bind(&learning.title)
-            .bind(&learning.reply)
-            .bind(&learning.author)
+            .bind(&learning.learning.path)
+            .bind(&learning.learning.title)
+            .bind(&learning.learning.reply)
+            .bind(&learning.learning.author)
             .bind(&learning.fingerprint)
             .bind(to_i64(learning.source))
             .bind(now_ms())
@@ -60,7 +56,7 @@ impl Store {
     }
 
     /// Every learning of `repo`, oldest first.
-    pub async fn learnings(&self, repo: &RepoName) -> Result<Vec<Learning>, StoreError> {
+    pub async fn learnings(&self, repo: &RepoName) -> Result<Vec<KeptLearning>, StoreError> {
         on_pool!(&self.db, pool => {
             let rows = sqlx::query(
                 "SELECT id, repo, path, title, reply, author, fingerprint, created_at \
@@ -71,13 +67,15 @@ impl Store {
             .await?;
             rows.iter()
                 .map(|row| {
-                    Ok(Learning {
+                    Ok(KeptLearning {
                         id: row.try_get("id")?,
                         repo: row.try_get("repo")?,
-                        path: row.try_get("path")?,
-                        title: row.try_get("title")?,
-                        reply: row.try_get("reply")?,
-                        author: row.try_get("author")?,
+                        learning: Learning {
+                            path: row.try_get("path")?,
+                            title: row.try_get("title")?,
+                            reply: row.try_get("reply")?,
+                            author: row.try_get("author")?,
+                        },
                         fingerprint: row.try_get("fingerprint")?,
                         created_at: row.try_get("created_at")?,
                     })

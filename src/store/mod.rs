@@ -38,7 +38,7 @@ mod record;
 mod sqlite_intake;
 
 pub use delivery::{Accepted, NewDelivery};
-pub use learnings::{Learning, NewLearning};
+pub use learnings::{KeptLearning, NewLearning};
 pub use queue::{Job, JobRecord, JobState};
 pub use record::{LensRunRecord, RoundRecord, Spent};
 

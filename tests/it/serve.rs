@@ -1301,9 +1301,9 @@ async fn a_dispute_is_answered_once_and_kept(db: Option<String>) {
     assert_eq!(kept.len(), 1, "{kept:#?}");
     assert_eq!(
         (
-            kept[0].path.as_str(),
-            kept[0].title.as_str(),
-            kept[0].author.as_str()
+            kept[0].learning.path.as_str(),
+            kept[0].learning.title.as_str(),
+            kept[0].learning.author.as_str()
         ),
         ("app/work.py", "Leftover breakpoint", "maintainer")
     );

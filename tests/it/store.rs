@@ -973,10 +973,12 @@ async fn learnings_are_kept_once_per_reply_listed_and_forgotten(db: TestDb) {
     let repo = RepoName::parse("octo/app").unwrap();
     let learning = NewLearning {
         repo: repo.clone(),
-        path: "src/a.rs".into(),
-        title: "Unchecked index".into(),
-        reply: "Intended.".into(),
-        author: "maintainer".into(),
+        learning: reviewbot::learning::Learning {
+            path: "src/a.rs".into(),
+            title: "Unchecked index".into(),
+            reply: "Intended.".into(),
+            author: "maintainer".into(),
+        },
         fingerprint: "0123456789abcdef".into(),
         source: 42,
     };
@@ -998,7 +1000,10 @@ async fn learnings_are_kept_once_per_reply_listed_and_forgotten(db: TestDb) {
     let kept = store.learnings(&repo).await.unwrap();
     assert_eq!(kept.len(), 1);
     assert_eq!(
-        (kept[0].title.as_str(), kept[0].reply.as_str()),
+        (
+            kept[0].learning.title.as_str(),
+            kept[0].learning.reply.as_str()
+        ),
         ("Unchecked index", "Intended.")
     );
     assert!(store.forget_learning(kept[0].id).await.unwrap());
