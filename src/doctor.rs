@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::github::client::{ClientLimits, DEFAULT_API_URL, GithubClient};
 use crate::github::model::RepoName;
 use crate::lens::LensSpec;
-use crate::lens::http::origin_of;
+use crate::lens::api_call::origin_of;
 pub use crate::lens::preflight::{Check, PreflightEnv};
 use crate::lens::registry::backend;
 

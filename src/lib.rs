@@ -11,15 +11,22 @@
 //!   `flow::converse` (answers in threads): the GitHub writes;
 //! - `--diff` runs the middle alone: `diff` → `review::pipeline` → `render`.
 //!
-//! Below them: `lens::contract` (what every lens answers), `diff`, `github` (the REST client),
-//! `config`, `ids`, `redact`, `evidence`, `request` (what a trigger asks for), `chars` (text cut
-//! to a number of characters).
+//! Below them: `lens::contract` (what every lens answers), `lens::registry` (every backend, one
+//! arm each; a vendor is its own file), `diff`, `github` (the REST client), `config`, `ids`,
+//! `learning` (a writer's ruling, kept and shown to later rounds), `redact` and `credentials`
+//! (what is masked), `evidence`, `request` (what a trigger asks for), `chars` (text cut to a
+//! number of characters). Test support is `testing` (compiled for the crate's tests only).
+//!
+//! Only `flow` writes to a pull request (`flow::post` its review, `flow::check` its check run,
+//! `flow::converse` answers in threads); `github::app` mints the App's installation tokens. The
+//! domain modules (`review`, `plan`, `diff`, `render`) never see HTTP.
 //!
 //! Each module imports only from layers below its own; `tests/it/layers.rs` holds the code to
 //! the line after this one. Layers, bottom to top:
-//! `ids`, `learning`, `chars`, `unicode`, `par`, `timing`, `redact`, `attributes` < `credentials`, `diff`,
-//! `sanitize` < `lens`, `repo_rules` < `config`, `evidence` < `github`, `plan` < `context`,
-//! `doctor`, `request` < `review`, `store` < `render` < `flow` < `server` < `cli`
+//! `ids`, `learning`, `chars`, `unicode`, `par`, `timing`, `redact`, `attributes` <
+//! `credentials`, `diff`, `sanitize` < `lens`, `repo_rules` < `config`, `evidence` < `github`,
+//! `plan` < `context`, `doctor`, `request` < `review`, `store` < `render` < `flow` < `server` <
+//! `cli`
 
 pub(crate) mod attributes;
 pub(crate) mod chars;

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::api::{self, ApiVendor, ToolCall, ToolUse};
-use super::http::{self, CallError, DEFAULT_MAX_OUTPUT_TOKENS};
+use super::api_call::{self, CallError, DEFAULT_MAX_OUTPUT_TOKENS};
 use super::keys::{EnvVars, Sources};
 use super::tools::{ToolDef, ToolResult};
 use super::{Answer, BackendKind, Failure, LensSpec, Usage, Vendor};
@@ -109,7 +109,7 @@ impl ApiVendor for Anthropic {
 
     fn headers(key: &str, from: &Sources) -> Result<HeaderMap, Failure> {
         let mut headers = HeaderMap::new();
-        headers.insert("x-api-key", http::secret_header(key, from)?);
+        headers.insert("x-api-key", api_call::secret_header(key, from)?);
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         Ok(headers)
@@ -233,10 +233,10 @@ fn rejects_structured_output(err: &CallError) -> bool {
 /// Reads a 2xx Messages response as the lens's answer.
 fn answer(body: &[u8], key: &str) -> Result<Answer, Failure> {
     let resp: MessagesResponse = serde_json::from_slice(body).map_err(|e| {
-        let info = http::ErrorInfo::parse(body);
+        let info = api_call::ErrorInfo::parse(body);
         Failure::fatal(format!(
             "unreadable Messages response ({e}): {}",
-            http::scrub(&info.message, key)
+            api_call::scrub(&info.message, key)
         ))
     })?;
     match resp.stop_reason.as_deref() {
@@ -256,7 +256,7 @@ fn answer(body: &[u8], key: &str) -> Result<Answer, Failure> {
                 .as_ref()
                 .and_then(|d| d.get("explanation"))
                 .and_then(Value::as_str)
-                .map(|e| format!(": {}", http::scrub(&http::clean(e), key)))
+                .map(|e| format!(": {}", api_call::scrub(&api_call::clean(e), key)))
                 .unwrap_or_default();
             return Err(Failure::fatal(format!("the model refused to answer{why}")));
         }
@@ -277,7 +277,7 @@ fn answer(body: &[u8], key: &str) -> Result<Answer, Failure> {
     let response = LensResponse::parse(&text).map_err(|e| {
         Failure::fatal(format!(
             "unreadable answer: {e}; it begins: {}",
-            http::opening(&text, key)
+            api_call::opening(&text, key)
         ))
     })?;
     let usage = resp.usage.map(MessagesUsage::total);
@@ -690,7 +690,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_oversized_body_fails() {
-        let huge = "x".repeat(http::MAX_BODY + 1024);
+        let huge = "x".repeat(api_call::MAX_BODY + 1024);
         let server = FakeServer::start(vec![Reply::raw(200, huge)]).await;
         let err = go(&server).await.expect_err("fails");
         assert_eq!(err.kind, FailureKind::Fatal);

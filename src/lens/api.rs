@@ -10,8 +10,8 @@ use reqwest::Url;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
+use super::api_call::{self, Call, CallError, RetryPolicy, origin_of};
 use super::backend::{Backend, CallEnv, Pending, Runs};
-use super::http::{self, Call, CallError, RetryPolicy, origin_of};
 use super::keys::{ApiEnv, EnvVars, Sources};
 use super::preflight::{Check, PreflightEnv};
 use super::process::timed_out;
@@ -203,9 +203,9 @@ pub(crate) async fn call_with<V: ApiVendor>(
         return Err(Failure::fatal("no model is configured for this lens"));
     }
     let base = api.base_url.as_deref().unwrap_or(V::DEFAULT_BASE_URL);
-    let url = http::endpoint(base, &V::path(model), &api.from)?;
+    let url = api_call::endpoint(base, &V::path(model), &api.from)?;
     let headers = V::headers(key, &api.from)?;
-    let client = http::client(&url, spec.timeout)?;
+    let client = api_call::client(&url, spec.timeout)?;
     let post = |bytes: Vec<u8>| {
         let (client, url, headers) = (&client, &url, &headers);
         async move {
@@ -218,7 +218,7 @@ pub(crate) async fn call_with<V: ApiVendor>(
                 model,
                 key,
             };
-            http::post_with_retries(&call, policy).await
+            api_call::post_with_retries(&call, policy).await
         }
     };
 

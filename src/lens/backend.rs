@@ -9,8 +9,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use super::api_call::RetryPolicy;
 use super::cli_env::CliEnv;
-use super::http::RetryPolicy;
 use super::keys::{ApiVars, EnvVars};
 use super::preflight::{Check, PreflightEnv};
 use super::process::KILL_GRACE;

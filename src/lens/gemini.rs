@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::api::{self, ApiVendor, ToolCall, ToolUse};
-use super::http::{self, CallError, DEFAULT_MAX_OUTPUT_TOKENS};
+use super::api_call::{self, CallError, DEFAULT_MAX_OUTPUT_TOKENS};
 use super::keys::{EnvVars, Sources};
 use super::tools::{ToolDef, ToolResult};
 use super::{Answer, BackendKind, Failure, LensSpec, Usage, Vendor};
@@ -161,7 +161,7 @@ impl ApiVendor for Gemini {
 
     fn headers(key: &str, from: &Sources) -> Result<HeaderMap, Failure> {
         let mut headers = HeaderMap::new();
-        headers.insert("x-goog-api-key", http::secret_header(key, from)?);
+        headers.insert("x-goog-api-key", api_call::secret_header(key, from)?);
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         Ok(headers)
     }
@@ -284,8 +284,8 @@ const NON_ALPHANUMERIC_BUT_NAME: &percent_encoding::AsciiSet =
 /// Reads a 2xx `generateContent` response as the lens's answer.
 fn answer(body: &[u8], key: &str) -> Result<Answer, Failure> {
     let unreadable = |why: String| {
-        let info = http::ErrorInfo::parse(body);
-        Failure::fatal(format!("{why}: {}", http::scrub(&info.message, key)))
+        let info = api_call::ErrorInfo::parse(body);
+        Failure::fatal(format!("{why}: {}", api_call::scrub(&info.message, key)))
     };
     let resp: GenerateResponse = serde_json::from_slice(body)
         .map_err(|e| unreadable(format!("unreadable generateContent response ({e})")))?;
@@ -294,7 +294,7 @@ fn answer(body: &[u8], key: &str) -> Result<Answer, Failure> {
         return Err(match blocked {
             Some(reason) => Failure::fatal(format!(
                 "the prompt was blocked ({})",
-                http::scrub(&http::clean(&reason), key)
+                api_call::scrub(&api_call::clean(&reason), key)
             )),
             None => unreadable("no candidates in the response".to_owned()),
         });
@@ -317,7 +317,7 @@ fn answer(body: &[u8], key: &str) -> Result<Answer, Failure> {
     let response = LensResponse::parse(&text).map_err(|e| {
         Failure::fatal(format!(
             "unreadable answer: {e}; it begins: {}",
-            http::opening(&text, key)
+            api_call::opening(&text, key)
         ))
     })?;
     Ok(Answer {
@@ -342,7 +342,10 @@ fn finish_problem(reason: &str) -> Option<String> {
         "MALFORMED_FUNCTION_CALL" | "UNEXPECTED_TOOL_CALL" => Some(format!(
             "the model made a tool call it could not ({reason})"
         )),
-        other => Some(format!("the answer was withheld ({})", http::clean(other))),
+        other => Some(format!(
+            "the answer was withheld ({})",
+            api_call::clean(other)
+        )),
     }
 }
 

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::LensSpec;
-use super::http::origin_of_str;
+use super::api_call::origin_of_str;
 use super::registry;
 
 /// The variables an API backend reads its key and base URL from by default.

@@ -5,6 +5,7 @@
 pub(crate) mod agent_cli;
 pub(crate) mod anthropic;
 pub(crate) mod api;
+pub(crate) mod api_call;
 pub(crate) mod backend;
 pub mod builtin;
 pub(crate) mod claude;
@@ -13,7 +14,6 @@ pub(crate) mod codex;
 pub(crate) mod command;
 pub mod contract;
 pub(crate) mod gemini;
-pub(crate) mod http;
 pub(crate) mod keys;
 pub(crate) mod openai;
 pub(crate) mod parse;

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::api::{self, ApiVendor, ToolCall, ToolUse};
-use super::http::{self, CallError, DEFAULT_MAX_OUTPUT_TOKENS};
+use super::api_call::{self, CallError, DEFAULT_MAX_OUTPUT_TOKENS};
 use super::keys::{EnvVars, Sources};
 use super::tools::{ToolDef, ToolResult};
 use super::{Answer, BackendKind, Failure, LensSpec, Usage, Vendor};
@@ -145,7 +145,7 @@ impl ApiVendor for Openai {
         let mut headers = HeaderMap::new();
         headers.insert(
             AUTHORIZATION,
-            http::secret_header(&format!("Bearer {key}"), from)?,
+            api_call::secret_header(&format!("Bearer {key}"), from)?,
         );
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         Ok(headers)
@@ -244,8 +244,8 @@ fn rejects_structured_output(err: &CallError) -> bool {
 /// Reads a 2xx Chat Completions response as the lens's answer.
 fn answer(body: &[u8], key: &str) -> Result<Answer, Failure> {
     let unreadable = |why: String| {
-        let info = http::ErrorInfo::parse(body);
-        Failure::fatal(format!("{why}: {}", http::scrub(&info.message, key)))
+        let info = api_call::ErrorInfo::parse(body);
+        Failure::fatal(format!("{why}: {}", api_call::scrub(&info.message, key)))
     };
     let resp: ChatResponse = serde_json::from_slice(body)
         .map_err(|e| unreadable(format!("unreadable Chat Completions response ({e})")))?;
@@ -260,7 +260,7 @@ fn answer(body: &[u8], key: &str) -> Result<Answer, Failure> {
     if let Some(refusal) = message.refusal.as_deref().filter(|r| !r.trim().is_empty()) {
         return Err(Failure::fatal(format!(
             "the model refused to answer: {}",
-            http::scrub(&http::clean(refusal), key)
+            api_call::scrub(&api_call::clean(refusal), key)
         )));
     }
     match choice.finish_reason.as_deref() {
@@ -283,7 +283,7 @@ fn answer(body: &[u8], key: &str) -> Result<Answer, Failure> {
     let response = LensResponse::parse(&text).map_err(|e| {
         Failure::fatal(format!(
             "unreadable answer: {e}; it begins: {}",
-            http::opening(&text, key)
+            api_call::opening(&text, key)
         ))
     })?;
     // Compatible servers may leave usage out or send half of it: record it only when whole.

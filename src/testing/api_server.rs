@@ -11,7 +11,7 @@ use axum::http::{HeaderMap as AxHeaders, Method, StatusCode as AxStatus, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use crate::lens::http::RetryPolicy;
+use crate::lens::api_call::RetryPolicy;
 
 /// A policy that retries like the real one, in milliseconds.
 pub(crate) fn fast_policy() -> RetryPolicy {
