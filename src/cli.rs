@@ -49,6 +49,38 @@ enum Command {
     /// $REVIEWBOT_DATABASE_URL, default sqlite://reviewbot.db).
     #[command(subcommand)]
     Learnings(LearningsCommand),
+    /// Measure the lenses on a golden set: cases whose problems are known.
+    Eval(EvalArgs),
+}
+
+#[derive(Debug, Args)]
+struct EvalArgs {
+    /// The golden set: one directory a case, each with diff.patch, expected.json and
+    /// optionally checkout/.
+    #[arg(long, value_name = "DIR")]
+    set: PathBuf,
+
+    /// Lenses to measure (default: those a review would run).
+    #[arg(long = "lens", value_name = "NAME[,NAME]", value_delimiter = ',')]
+    lenses: Vec<String>,
+
+    /// Output format: a table, or one JSON document.
+    #[arg(long, value_enum, default_value_t = EvalFormat::Text)]
+    format: EvalFormat,
+
+    /// Cases reviewed at once.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: u16,
+
+    /// Config file (default: $REVIEWBOT_CONFIG, else ./reviewbot.toml outside GitHub Actions).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum EvalFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -206,6 +238,7 @@ fn run(cli: Cli, secrets: &KnownSecrets) -> Result<ExitCode, CliError> {
         Command::Doctor(args) => doctor(args),
         Command::Serve(args) => serve_app(args),
         Command::Learnings(command) => learnings(command),
+        Command::Eval(args) => eval(args, secrets),
     }
 }
 
@@ -275,6 +308,42 @@ fn learnings(command: LearningsCommand) -> Result<ExitCode, CliError> {
         };
         store.close().await;
         result
+    })
+}
+
+/// `reviewbot eval`: exit 2 for a malformed set (naming the case), 3 when a lens failed on a
+/// case (its rows are still printed), else 0.
+fn eval(args: EvalArgs, secrets: &KnownSecrets) -> Result<ExitCode, CliError> {
+    let config = load_config(args.config.as_deref())?;
+    let cases = crate::eval::load(&args.set).map_err(|e| CliError::Usage(e.to_string()))?;
+    let lenses = select_lenses(&config, &args.lenses)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Runtime(format!("cannot start the runtime: {e}")))?;
+    let mut panel = Panel::from_env(
+        SubscriptionSlots::new(config.limits.subscription_concurrency),
+        false,
+        config.api_key_vars(),
+    );
+    panel.max_tool_calls = config.context.max_tool_calls;
+    panel.max_call_tokens = config.context.max_call_tokens;
+    let progress = |done: usize, total: usize| eprintln!("{}", render::eval::progress(done, total));
+    let report = runtime.block_on(secrets.scope(crate::eval::run(
+        cases,
+        &lenses,
+        &config.review,
+        &panel,
+        usize::from(args.jobs),
+        &progress,
+    )));
+    write_stdout(&match args.format {
+        EvalFormat::Text => render::eval::text(&report),
+        EvalFormat::Json => render::eval::json(&report),
+    });
+    Ok(match report.failed_cases() {
+        0 => ExitCode::SUCCESS,
+        _ => ExitCode::from(3),
     })
 }
 

@@ -25,8 +25,8 @@
 //! the line after this one. Layers, bottom to top:
 //! `ids`, `learning`, `chars`, `unicode`, `par`, `timing`, `redact`, `attributes` <
 //! `credentials`, `diff`, `sanitize` < `lens`, `repo_rules` < `config`, `evidence` < `github`,
-//! `plan` < `context`, `doctor`, `request` < `review`, `store` < `render` < `flow` < `server` <
-//! `cli`
+//! `plan` < `context`, `doctor`, `request` < `review`, `store` < `eval` < `render` < `flow` <
+//! `server` < `cli`
 
 pub(crate) mod attributes;
 pub(crate) mod chars;
@@ -36,6 +36,7 @@ pub mod context;
 pub(crate) mod credentials;
 pub mod diff;
 pub(crate) mod doctor;
+pub(crate) mod eval;
 pub(crate) mod evidence;
 pub mod flow;
 pub mod github;

@@ -7,6 +7,7 @@
 pub mod check;
 pub mod conversation;
 pub mod disarm;
+pub mod eval;
 pub mod json;
 pub mod markdown;
 pub mod notice;
