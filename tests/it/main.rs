@@ -7,6 +7,7 @@ mod backends;
 mod check_run;
 mod cli;
 mod conversations;
+mod eval;
 mod fake_github;
 mod faults;
 mod hardening;
