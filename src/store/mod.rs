@@ -33,12 +33,14 @@ macro_rules! on_pool {
 
 mod delivery;
 mod learnings;
+mod outcomes;
 mod queue;
 mod record;
 mod sqlite_intake;
 
 pub use delivery::{Accepted, NewDelivery};
 pub use learnings::{KeptLearning, NewLearning};
+pub use outcomes::{LensStats, Outcome, PostedFinding};
 pub use queue::{Job, JobRecord, JobState};
 pub use record::{LensRunRecord, RoundRecord, Spent};
 
@@ -65,6 +67,11 @@ fn migrator(db: &Db) -> Migrator {
                 "conversations",
                 include_str!("../../migrations/sqlite/0003_conversations.sql"),
             ),
+            (
+                4,
+                "outcomes",
+                include_str!("../../migrations/sqlite/0004_outcomes.sql"),
+            ),
         ],
         Db::Postgres(_) => &[
             (
@@ -81,6 +88,11 @@ fn migrator(db: &Db) -> Migrator {
                 3,
                 "conversations",
                 include_str!("../../migrations/postgres/0003_conversations.sql"),
+            ),
+            (
+                4,
+                "outcomes",
+                include_str!("../../migrations/postgres/0004_outcomes.sql"),
             ),
         ],
     };

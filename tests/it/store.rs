@@ -67,6 +67,7 @@ on_both!(
     a_closed_store_answers_with_errors,
     reply_jobs_are_superseded_by_nothing_and_join_only_a_queued_reply_job,
     learnings_are_kept_once_per_reply_listed_and_forgotten,
+    outcomes_are_settled_once_and_counted_per_lens,
 );
 
 async fn on_sqlite<F, Fut>(body: F)
@@ -1013,5 +1014,113 @@ async fn learnings_are_kept_once_per_reply_listed_and_forgotten(db: TestDb) {
         store.learnings(&other).await.unwrap().len(),
         1,
         "per repository"
+    );
+}
+
+/// A finding posted twice is one; its first outcome stands; a closed PR settles what still
+/// holds once, however often the event comes, with the reactions of its comments; per lens,
+/// a finding two lenses raised counts for each.
+async fn outcomes_are_settled_once_and_counted_per_lens(db: TestDb) {
+    use reviewbot::ids::{LensName, PrNumber};
+    use reviewbot::store::{Outcome, PostedFinding};
+    let store = db.store;
+    let repo = RepoName::parse("octo/app").unwrap();
+    let pr = PrNumber(7);
+    let posted = |fingerprint: &str, lenses: &[&str], comment: Option<u64>| PostedFinding {
+        repo: repo.clone(),
+        pr,
+        fingerprint: fingerprint.to_owned(),
+        lenses: lenses.iter().map(|l| LensName::new(*l)).collect(),
+        round: 1,
+        severity: reviewbot::review::Severity::Blocking,
+        verified: None,
+        comment_id: comment,
+    };
+    let findings = [
+        posted("f-both", &["claude", "codex"], Some(101)),
+        posted("f-claude", &["claude"], Some(102)),
+        posted("f-codex", &["codex"], None),
+        posted("f-open", &["claude"], Some(104)),
+    ];
+    assert_eq!(store.record_posted(&findings).await.unwrap(), 5);
+    assert_eq!(
+        store.record_posted(&findings[..1]).await.unwrap(),
+        0,
+        "posted again"
+    );
+
+    assert!(
+        store
+            .settle(&repo, pr, "f-both", Outcome::Addressed)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .settle(&repo, pr, "f-codex", Outcome::Withdrawn)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .settle(&repo, pr, "f-codex", Outcome::Dismissed)
+            .await
+            .unwrap(),
+        "the first outcome stands"
+    );
+    assert!(
+        !store
+            .settle(&repo, pr, "never-posted", Outcome::Addressed)
+            .await
+            .unwrap()
+    );
+
+    let reactions = [(102, 0, 2), (104, 3, 0)];
+    assert_eq!(
+        store
+            .settle_closed(&repo, pr, true, &reactions)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        store
+            .settle_closed(&repo, pr, true, &reactions)
+            .await
+            .unwrap(),
+        0
+    );
+
+    let stats = store.outcome_stats(Some(&repo), 0).await.unwrap();
+    let of = |lens: &str| stats.iter().find(|s| s.lens == lens).unwrap().clone();
+    let claude = of("claude");
+    assert_eq!(
+        (
+            claude.posted,
+            claude.addressed,
+            claude.open_at_merge,
+            claude.open
+        ),
+        (3, 1, 2, 0)
+    );
+    assert_eq!((claude.thumbs_up, claude.thumbs_down), (3, 2));
+    assert_eq!(claude.addressed_rate(), Some(1.0 / 3.0));
+    let codex = of("codex");
+    assert_eq!((codex.posted, codex.addressed, codex.withdrawn), (2, 1, 1));
+    let other = RepoName::parse("octo/other").unwrap();
+    assert!(
+        store
+            .outcome_stats(Some(&other), 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(store.outcome_stats(None, 0).await.unwrap().len(), 2);
+    assert!(
+        store
+            .outcome_stats(None, i64::MAX)
+            .await
+            .unwrap()
+            .is_empty()
     );
 }
