@@ -51,6 +51,24 @@ enum Command {
     Learnings(LearningsCommand),
     /// Measure the lenses on a golden set: cases whose problems are known.
     Eval(EvalArgs),
+    /// What became of the findings each lens posted, and what it cost (the store of
+    /// $REVIEWBOT_DATABASE_URL, default sqlite://reviewbot.db).
+    Stats(StatsArgs),
+}
+
+#[derive(Debug, Args)]
+struct StatsArgs {
+    /// One repository (default: every repository in the store).
+    #[arg(long, value_name = "OWNER/NAME")]
+    repo: Option<String>,
+
+    /// How far back: findings posted in this long (`30d`, `12h`).
+    #[arg(long, value_name = "DURATION", default_value = "30d", value_parser = humantime::parse_duration)]
+    since: std::time::Duration,
+
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -239,6 +257,7 @@ fn run(cli: Cli, secrets: &KnownSecrets) -> Result<ExitCode, CliError> {
         Command::Serve(args) => serve_app(args),
         Command::Learnings(command) => learnings(command),
         Command::Eval(args) => eval(args, secrets),
+        Command::Stats(args) => stats(args),
     }
 }
 
@@ -263,14 +282,56 @@ async fn connect_store(url: &str) -> Result<crate::store::Store, CliError> {
     })
 }
 
+/// The store of `REVIEWBOT_DATABASE_URL`, else the App's default: what `learnings` and `stats`
+/// read.
+fn store_url() -> String {
+    std::env::var("REVIEWBOT_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+        .unwrap_or_else(|| crate::server::serve::DEFAULT_DATABASE_URL.to_owned())
+}
+
+/// `reviewbot stats`: exit 2 for a bad repository, 3 when the store cannot be reached.
+fn stats(args: StatsArgs) -> Result<ExitCode, CliError> {
+    let repo = match &args.repo {
+        Some(r) => Some(
+            RepoName::parse(r)
+                .ok_or_else(|| CliError::Usage(format!("--repo `{r}` is not OWNER/NAME")))?,
+        ),
+        None => None,
+    };
+    let since_ms = crate::store::now_ms()
+        .saturating_sub(i64::try_from(args.since.as_millis()).unwrap_or(i64::MAX));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Runtime(format!("cannot start the runtime: {e}")))?;
+    let stats = runtime.block_on(async {
+        let store = connect_store(&store_url()).await?;
+        let stats = store.outcome_stats(repo.as_ref(), since_ms).await;
+        store.close().await;
+        stats.map_err(|e| CliError::Runtime(e.to_string()))
+    })?;
+    let shown = repo.as_ref().map(ToString::to_string);
+    write_stdout(&match args.json {
+        true => render::stats::json(shown.as_deref(), since_ms, &stats),
+        false => {
+            let scope = format!(
+                "{}, the last {}",
+                shown.as_deref().unwrap_or("every repository"),
+                render::stats::span(args.since)
+            );
+            render::stats::text(&scope, &stats)
+        }
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `reviewbot learnings list|forget`: against the store of `REVIEWBOT_DATABASE_URL` (the
 /// App's default when unset). Exit 2 for a bad repository or an unknown id, 3 when the store
 /// cannot be reached.
 fn learnings(command: LearningsCommand) -> Result<ExitCode, CliError> {
-    let url = std::env::var("REVIEWBOT_DATABASE_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-        .unwrap_or_else(|| crate::server::serve::DEFAULT_DATABASE_URL.to_owned());
+    let url = store_url();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

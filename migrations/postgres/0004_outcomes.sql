@@ -10,7 +10,6 @@ CREATE TABLE finding_outcomes (
     round       BIGINT NOT NULL,             -- the round that first posted it
     severity    TEXT NOT NULL,             -- blocking | advisory
     verified    TEXT,                      -- the verifier's confirmed | unsure, when checked
-    comment_id  BIGINT,                      -- its line comment, whose reactions are counted
     outcome     TEXT,                      -- NULL while it holds; then addressed | withdrawn |
                                            -- disputed | dismissed | open_at_merge | open_at_close
     thumbs_up   BIGINT NOT NULL DEFAULT 0,

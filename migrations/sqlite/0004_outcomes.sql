@@ -10,7 +10,6 @@ CREATE TABLE finding_outcomes (
     round       INTEGER NOT NULL,             -- the round that first posted it
     severity    TEXT NOT NULL,             -- blocking | advisory
     verified    TEXT,                      -- the verifier's confirmed | unsure, when checked
-    comment_id  INTEGER,                      -- its line comment, whose reactions are counted
     outcome     TEXT,                      -- NULL while it holds; then addressed | withdrawn |
                                            -- disputed | dismissed | open_at_merge | open_at_close
     thumbs_up   INTEGER NOT NULL DEFAULT 0,

@@ -13,6 +13,7 @@ pub mod markdown;
 pub mod notice;
 pub mod progress;
 pub mod sarif;
+pub mod stats;
 pub mod text;
 
 use std::fmt::Write;

@@ -61,8 +61,6 @@ pub struct PostedFinding {
     pub severity: Severity,
     /// The cross-examination's verdict, when it was checked and not refuted.
     pub verified: Option<String>,
-    /// Its line comment, when it was posted as one.
-    pub comment_id: Option<u64>,
 }
 
 /// One lens's findings and what became of them, with what it spent.
@@ -80,9 +78,18 @@ pub struct LensStats {
     pub open_at_close: u64,
     pub thumbs_up: u64,
     pub thumbs_down: u64,
+    /// Input and output tokens of its recorded runs.
+    pub tokens: u64,
+    /// What its recorded runs cost, where a cost is known.
+    pub cost_usd: f64,
 }
 
 impl LensStats {
+    /// Dollars per addressed finding, when any was addressed.
+    pub fn cost_per_addressed(&self) -> Option<f64> {
+        (self.addressed > 0).then(|| self.cost_usd / self.addressed as f64)
+    }
+
     /// Findings whose fate is known.
     pub fn settled(&self) -> u64 {
         self.posted - self.open
@@ -136,8 +143,8 @@ impl Store {
                 for lens in &f.lenses {
                     added += sqlx::query(
                         "INSERT INTO finding_outcomes (repo, pr, fingerprint, lens, round, \
-                           severity, verified, comment_id, posted_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+                           severity, verified, posted_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
                          ON CONFLICT (repo, pr, fingerprint, lens) DO NOTHING",
                     )
                     .bind(f.repo.to_string())
@@ -147,7 +154,6 @@ impl Store {
                     .bind(i64::from(f.round))
                     .bind(severity(f.severity))
                     .bind(f.verified.as_deref())
-                    .bind(f.comment_id.map(to_i64))
                     .bind(now)
                     .execute(&mut *tx)
                     .await?
@@ -187,14 +193,14 @@ impl Store {
     }
 
     /// A closed PR: every finding still holding is settled `open_at_merge` or `open_at_close`,
-    /// and the reactions read from each comment (`comment id, 👍, 👎`) are kept. Returns the
+    /// and the reactions on each finding's comment (`fingerprint, 👍, 👎`) are kept. Returns the
     /// findings settled (0 when the PR was settled already).
     pub async fn settle_closed(
         &self,
         repo: &RepoName,
         pr: PrNumber,
         merged: bool,
-        reactions: &[(u64, u64, u64)],
+        reactions: &[(String, u64, u64)],
     ) -> Result<u64, StoreError> {
         let _turn = self.write_turn().await;
         let outcome = match merged {
@@ -204,16 +210,16 @@ impl Store {
         let now = now_ms();
         on_pool!(&self.db, pool => {
             let mut tx = pool.begin().await?;
-            for &(comment, up, down) in reactions {
+            for (fingerprint, up, down) in reactions {
                 sqlx::query(
                     "UPDATE finding_outcomes SET thumbs_up = $1, thumbs_down = $2 \
-                     WHERE repo = $3 AND pr = $4 AND comment_id = $5",
+                     WHERE repo = $3 AND pr = $4 AND fingerprint = $5",
                 )
-                .bind(to_i64(up))
-                .bind(to_i64(down))
+                .bind(to_i64(*up))
+                .bind(to_i64(*down))
                 .bind(repo.to_string())
                 .bind(to_i64(pr.0))
-                .bind(to_i64(comment))
+                .bind(fingerprint)
                 .execute(&mut *tx)
                 .await?;
             }
@@ -278,6 +284,47 @@ impl Store {
             s.thumbs_up += up;
             s.thumbs_down += down;
         }
+        for (lens, tokens, cost) in self.lens_spend(repo.as_deref(), since_ms).await? {
+            let at = match stats.iter().position(|s| s.lens == lens) {
+                Some(at) => at,
+                None => {
+                    stats.push(LensStats {
+                        lens,
+                        ..LensStats::default()
+                    });
+                    stats.len() - 1
+                }
+            };
+            stats[at].tokens = tokens;
+            stats[at].cost_usd = cost;
+        }
+        stats.sort_by(|a, b| a.lens.cmp(&b.lens));
         Ok(stats)
+    }
+
+    /// Per lens, the tokens and dollars its runs recorded since `since_ms` spent (in `repo`'s
+    /// rounds, or all).
+    async fn lens_spend(
+        &self,
+        repo: Option<&str>,
+        since_ms: i64,
+    ) -> Result<Vec<(String, u64, f64)>, StoreError> {
+        on_pool!(&self.db, pool => {
+            let rows: Vec<(String, i64, Option<f64>)> = sqlx::query_as(
+                "SELECT lens, CAST(COALESCE(SUM(COALESCE(input_tokens, 0) \
+                   + COALESCE(output_tokens, 0)), 0) AS BIGINT), SUM(cost_usd) \
+                 FROM lens_runs WHERE recorded_at >= $1 \
+                   AND ($2 IS NULL OR job_id IN (SELECT job_id FROM rounds WHERE repo = $2)) \
+                 GROUP BY lens",
+            )
+            .bind(since_ms)
+            .bind(repo)
+            .fetch_all(pool)
+            .await?;
+            Ok(rows
+                .into_iter()
+                .map(|(lens, tokens, cost)| (lens, to_u64(tokens), cost.unwrap_or(0.0)))
+                .collect())
+        })
     }
 }

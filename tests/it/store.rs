@@ -68,6 +68,7 @@ on_both!(
     reply_jobs_are_superseded_by_nothing_and_join_only_a_queued_reply_job,
     learnings_are_kept_once_per_reply_listed_and_forgotten,
     outcomes_are_settled_once_and_counted_per_lens,
+    stats_prints_what_the_store_kept,
 );
 
 async fn on_sqlite<F, Fut>(body: F)
@@ -1026,7 +1027,7 @@ async fn outcomes_are_settled_once_and_counted_per_lens(db: TestDb) {
     let store = db.store;
     let repo = RepoName::parse("octo/app").unwrap();
     let pr = PrNumber(7);
-    let posted = |fingerprint: &str, lenses: &[&str], comment: Option<u64>| PostedFinding {
+    let posted = |fingerprint: &str, lenses: &[&str]| PostedFinding {
         repo: repo.clone(),
         pr,
         fingerprint: fingerprint.to_owned(),
@@ -1034,13 +1035,12 @@ async fn outcomes_are_settled_once_and_counted_per_lens(db: TestDb) {
         round: 1,
         severity: reviewbot::review::Severity::Blocking,
         verified: None,
-        comment_id: comment,
     };
     let findings = [
-        posted("f-both", &["claude", "codex"], Some(101)),
-        posted("f-claude", &["claude"], Some(102)),
-        posted("f-codex", &["codex"], None),
-        posted("f-open", &["claude"], Some(104)),
+        posted("f-both", &["claude", "codex"]),
+        posted("f-claude", &["claude"]),
+        posted("f-codex", &["codex"]),
+        posted("f-open", &["claude"]),
     ];
     assert_eq!(store.record_posted(&findings).await.unwrap(), 5);
     assert_eq!(
@@ -1075,7 +1075,7 @@ async fn outcomes_are_settled_once_and_counted_per_lens(db: TestDb) {
             .unwrap()
     );
 
-    let reactions = [(102, 0, 2), (104, 3, 0)];
+    let reactions = [("f-claude".to_owned(), 0, 2), ("f-open".to_owned(), 3, 0)];
     assert_eq!(
         store
             .settle_closed(&repo, pr, true, &reactions)
@@ -1123,4 +1123,81 @@ async fn outcomes_are_settled_once_and_counted_per_lens(db: TestDb) {
             .unwrap()
             .is_empty()
     );
+}
+
+/// `reviewbot stats` through the binary, on the store a round wrote: per lens and in all, as a
+/// table and as JSON; a repository with nothing kept says so; a bad `--repo` is exit 2.
+async fn stats_prints_what_the_store_kept(db: TestDb) {
+    use reviewbot::ids::{LensName, PrNumber};
+    use reviewbot::store::{Outcome, PostedFinding};
+    let repo = RepoName::parse("octo/app").unwrap();
+    let finding = |fingerprint: &str, lens: &str| PostedFinding {
+        repo: repo.clone(),
+        pr: PrNumber(3),
+        fingerprint: fingerprint.to_owned(),
+        lenses: vec![LensName::new(lens)],
+        round: 1,
+        severity: reviewbot::review::Severity::Advisory,
+        verified: None,
+    };
+    let kept = [
+        finding("a", "claude"),
+        finding("b", "claude"),
+        finding("c", "codex"),
+    ];
+    db.store.record_posted(&kept).await.unwrap();
+    db.store
+        .settle(&repo, PrNumber(3), "a", Outcome::Addressed)
+        .await
+        .unwrap();
+    db.store
+        .settle(&repo, PrNumber(3), "b", Outcome::Dismissed)
+        .await
+        .unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_reviewbot"))
+            .args(args)
+            .env("REVIEWBOT_DATABASE_URL", &db.url)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["stats", "--repo", "octo/app", "--json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let lenses = doc["lenses"].as_array().unwrap();
+    assert_eq!(lenses[0]["lens"], "claude");
+    assert_eq!(
+        (
+            &lenses[0]["posted"],
+            &lenses[0]["addressed"],
+            &lenses[0]["dismissed"]
+        ),
+        (&2.into(), &1.into(), &1.into())
+    );
+    assert_eq!(lenses[0]["addressed_rate"], 0.5);
+    assert_eq!(
+        (&lenses[1]["lens"], &lenses[1]["open"]),
+        (&"codex".into(), &1.into())
+    );
+    assert_eq!(doc["all"]["posted"], 3);
+
+    let o = run(&["stats", "--since", "7d"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("every repository, the last 7 days"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("all ") && l.contains(" 3 ")),
+        "{text}"
+    );
+    let o = run(&["stats", "--repo", "octo/none"]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "No findings recorded for octo/none, the last 30 days.\n"
+    );
+    assert_eq!(run(&["stats", "--repo", "nope"]).status.code(), Some(2));
 }
