@@ -23,6 +23,7 @@
 mod check;
 mod converse;
 mod gather;
+mod outcomes;
 mod post;
 mod round;
 pub mod trigger;

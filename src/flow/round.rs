@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::{FlowCtx, FlowError, FlowOutcome, check, converse, gather, post, skipped};
+use super::{FlowCtx, FlowError, FlowOutcome, check, converse, gather, outcomes, post, skipped};
 use crate::config::{PostMode, RaisedCap, ReviewConfig};
 use crate::context::{Context, Snapshot, Unavailable};
 use crate::diff::Diff;
@@ -22,6 +22,7 @@ use crate::review::rounds::{History, settle};
 use crate::review::scope::{self, Scope};
 use crate::review::threads::{Rulings, Thread};
 use crate::review::{NotReviewed, NotReviewedReason, Report, pipeline};
+use crate::store::Outcome;
 
 /// The snapshot a run downloads at most once: for the answers, then the round.
 pub(super) type OnceSnapshot = Option<Result<Option<Snapshot>, Unavailable>>;
@@ -457,7 +458,15 @@ impl<'a, 'c> Run<'a, 'c> {
                 post::round(ctx, &target, &mut report, &mut notices).await?;
                 if report.posted {
                     let (repo, pr, head) = (&req.repo, req.pr, &self.head);
+                    outcomes::posted(ctx, repo, pr, &report, &mut notices).await;
                     converse::resolve(ctx, repo, pr, head, &settled.addressed, &mut notices).await;
+                    let addressed: Vec<String> = settled
+                        .addressed
+                        .iter()
+                        .map(|a| a.fingerprint.clone())
+                        .collect();
+                    outcomes::settle(ctx, repo, pr, &addressed, Outcome::Addressed, &mut notices)
+                        .await;
                 }
             } else if req.post {
                 notices.push(Notice::AllLensesFailed);

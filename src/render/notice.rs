@@ -133,6 +133,16 @@ impl fmt::Display for Notice {
             Notice::LearningFailed { error } => {
                 write!(f, "warning: a learning could not be stored: {error}")
             }
+            Notice::OutcomesNotKept => f.write_str(
+                "notice: what becomes of this round's findings is not kept: there is no store \
+                 (set REVIEWBOT_DATABASE_URL for `reviewbot stats`)",
+            ),
+            Notice::OutcomesFailed { error } => {
+                write!(
+                    f,
+                    "warning: what became of findings could not be stored: {error}"
+                )
+            }
             Notice::Addressed { threads } => write!(
                 f,
                 "notice: resolved {threads} {} whose finding was addressed",

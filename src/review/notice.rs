@@ -75,6 +75,10 @@ pub enum Notice {
     LearningsNotKept,
     /// Keeping a learning in the store failed (`error`).
     LearningFailed { error: String },
+    /// A round posted with no store: what becomes of its findings is not kept.
+    OutcomesNotKept,
+    /// Keeping what became of findings failed (`error`).
+    OutcomesFailed { error: String },
     /// Threads of findings whose lines changed and that no lens raised again were resolved.
     Addressed { threads: usize },
     /// Resolving an addressed thread failed (`error`).

@@ -8,7 +8,7 @@ use sqlx::Row;
 use super::{Store, StoreError, now_ms, to_i64, to_u64};
 use crate::github::model::RepoName;
 use crate::ids::{LensName, PrNumber};
-use crate::review::Severity;
+use crate::lens::contract::Severity;
 
 /// What became of a posted finding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]

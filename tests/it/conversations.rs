@@ -317,6 +317,68 @@ fn a_thread_whose_lines_were_fixed_is_resolved_unless_a_human_replied() {
     assert_eq!(fake.resolved_threads(), vec![thread]);
 }
 
+/// Outcomes through the binary: a round keeps what it posted, the round that addresses it
+/// settles it, and `reviewbot stats` reads both; without a store one notice says nothing is kept.
+#[test]
+fn a_posted_finding_is_kept_and_settled_addressed_when_its_lines_are_fixed() {
+    let fake = world();
+    let run = talking_run("");
+    let db = db(&run);
+    let first = post(&run, &fake, Some(&db), &[]);
+    assert!(
+        !stderr(&first).contains("is not kept"),
+        "{}",
+        stderr(&first)
+    );
+    let stats = |db: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_reviewbot"))
+            .args(["stats", "--repo", REPO, "--json"])
+            .env("REVIEWBOT_DATABASE_URL", db)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let doc = stats(&db);
+    assert_eq!(doc["lenses"][0]["lens"], "talk", "{doc:#}");
+    assert_eq!(
+        (&doc["lenses"][0]["posted"], &doc["lenses"][0]["open"]),
+        (&1.into(), &1.into())
+    );
+
+    let fixed = "@@ -1,4 +1,5 @@\n fn main() {\n-    run();\n+    let total = run();\n+    report(total);\n }\n \n";
+    std::fs::write(
+        run.dir.path().join("talk.sh"),
+        "#!/bin/sh\ncat >/dev/null\necho '{\"findings\":[]}'\n",
+    )
+    .unwrap();
+    fake.set_head(
+        REPO,
+        7,
+        &crate::fake_github::sha("fixed"),
+        vec![FileSpec::modified("src/main.rs", fixed)],
+    );
+    post(&run, &fake, Some(&db), &[]);
+    let doc = stats(&db);
+    let talk = &doc["lenses"][0];
+    assert_eq!(
+        (&talk["posted"], &talk["addressed"], &talk["open"]),
+        (&1.into(), &1.into(), &0.into())
+    );
+    assert_eq!(talk["addressed_rate"], 1.0);
+
+    // Without a store: one notice, however many findings.
+    let other = talking_run("");
+    let o = post(&other, &world(), None, &[]);
+    let said = stderr(&o);
+    assert_eq!(
+        said.matches("what becomes of this round's findings is not kept")
+            .count(),
+        1,
+        "{said}"
+    );
+}
+
 #[test]
 fn a_thread_a_human_replied_in_is_left_to_the_humans() {
     let fake = world();
