@@ -46,6 +46,8 @@ pub(super) struct Answered {
     /// Our answers as posted (the threads read again would hold them).
     pub posted: Vec<ReviewComment>,
     pub withdrawn: usize,
+    /// Findings a writer disputed that no model lens can answer (their fingerprints).
+    pub unanswerable: Vec<String>,
     /// Every answering lens call, answered or not.
     pub lenses: Vec<Provenance>,
 }
@@ -72,6 +74,9 @@ pub(super) async fn answer(
         };
         let Some(spec) = answering_lens(thread, lenses) else {
             unanswerable += 1;
+            if thread.ruling_writer(reply.id).is_some() {
+                out.unanswerable.push(thread.fingerprint.clone());
+            }
             continue;
         };
         let title = thread.title();

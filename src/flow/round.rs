@@ -16,11 +16,12 @@ use crate::ids::{CheckRunId, HeadSha, LensName};
 use crate::lens::{LensSpec, LensStatus, PrInfo, wants_snapshot};
 use crate::request::{Reason, ReviewRequest};
 use crate::review::gate::{self, SkipReason};
+use crate::review::markers::Outcome::Withdrawn as Withdrawal;
 use crate::review::markers::{ACTIONS_BOT, Identity, RoundMarker};
 use crate::review::notice::Notice;
 use crate::review::rounds::{History, settle};
 use crate::review::scope::{self, Scope};
-use crate::review::threads::{Rulings, Thread};
+use crate::review::threads::{Rulings, State, Thread};
 use crate::review::{NotReviewed, NotReviewedReason, Report, pipeline};
 use crate::store::Outcome;
 
@@ -216,6 +217,7 @@ impl<'a, 'c> Run<'a, 'c> {
             };
             answered = converse::answer(ctx, &site, &pending, at.lenses, &mut out.notices).await;
             past.comments.extend(answered.posted.iter().cloned());
+            self.settle_threads(past, &answered.unanswerable, out).await;
             out.answers.extend(answered.lenses.iter().cloned());
             snapshot = Some(snap);
         }
@@ -231,6 +233,36 @@ impl<'a, 'c> Run<'a, 'c> {
             }
         }
         snapshot
+    }
+
+    /// Keeps what the threads settled (`docs/contract.md` "Outcomes"): a finding a writer
+    /// resolved is dismissed, one its lens withdrew after a writer's reply is withdrawn, and one
+    /// a writer disputed with no model lens to answer is disputed. The first outcome stands.
+    async fn settle_threads(&self, past: &Past, unanswerable: &[String], out: &mut FlowOutcome) {
+        if self.ctx.store.is_none() {
+            return;
+        }
+        let threads = Thread::collect(
+            &past.comments,
+            &past.identity,
+            ours(&past.reviews),
+            &past.rulings,
+        );
+        let of = |wanted: State| -> Vec<String> {
+            threads
+                .iter()
+                .filter(|t| t.state() == wanted)
+                .map(|t| t.fingerprint.clone())
+                .collect()
+        };
+        let (repo, pr, notices) = (&self.req.repo, self.req.pr, &mut out.notices);
+        for (fingerprints, outcome) in [
+            (of(State::Dismissed), Outcome::Dismissed),
+            (of(State::Answered(Withdrawal)), Outcome::Withdrawn),
+            (unanswerable.to_vec(), Outcome::Disputed),
+        ] {
+            outcomes::settle(self.ctx, repo, pr, &fingerprints, outcome, notices).await;
+        }
     }
 
     /// Which reviews still need a round on this head; the others are reported as already

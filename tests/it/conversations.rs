@@ -189,6 +189,16 @@ fn a_maintainers_dispute_is_answered_once_withdrawn_and_kept_as_a_learning() {
     post(&run, &fake, Some(&db), &[]);
     assert_eq!(answers(&fake).len(), 1);
 
+    // Its outcome: withdrawn, once, however often the threads are read again.
+    let stats = Command::new(env!("CARGO_BIN_EXE_reviewbot"))
+        .args(["stats", "--repo", REPO, "--json"])
+        .env("REVIEWBOT_DATABASE_URL", &db)
+        .output()
+        .unwrap();
+    let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
+    assert_eq!(stats["all"]["withdrawn"], 1, "{stats:#}");
+    assert_eq!(stats["all"]["posted"], 1, "{stats:#}");
+
     // The ruling is a learning of the repository.
     let listed = learnings(&db, &["list", "--repo", REPO, "--json"]);
     assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
