@@ -246,6 +246,7 @@ fn panel_benches(c: &mut Criterion) {
         diff: Arc::clone(&diff),
         pr: None,
         checkout: None,
+        answer: reviewbot::lens::contract::AnswerKind::Review,
     }));
     let panel = Panel::from_env(SubscriptionSlots::new(2), false);
     let rt = tokio::runtime::Builder::new_multi_thread()

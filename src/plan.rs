@@ -341,6 +341,24 @@ fn header(pr: Option<&PrInfo>) -> String {
     out
 }
 
+/// The prompt of a cross-examination: its instructions, the findings to check as one JSON
+/// array (`findings_json`, lens-written text, so untrusted), the numbered diff of `diff` (their
+/// files only) and the verdicts' schema. The PR's title and description are left out: the
+/// verifier judges the code, and the call stays small beside the review it checks.
+pub fn verify_prompt(diff: &Diff, findings_json: &str) -> String {
+    let mut out = String::with_capacity(diff.text().len() + findings_json.len() + 4096);
+    out.push_str(crate::lens::verdicts::INSTRUCTIONS);
+    out.push_str("\n\n");
+    untrusted(&mut out, "findings", findings_json);
+    out.push_str("<untrusted label=\"diff\">\n");
+    for file in diff.files() {
+        out.push_str(&numbered_file(diff, file).0);
+    }
+    out.push_str("</untrusted>\n\n");
+    out.push_str(&crate::lens::contract::AnswerKind::Verify.footer());
+    out
+}
+
 /// What a lens is asked when a human replied in a finding's thread.
 const ANSWER: &str = "\
 An earlier round of this review posted the finding below as a comment on the pull request, and a

@@ -22,7 +22,7 @@ use super::http::{
 use super::preflight::PreflightEnv;
 use super::tools::{ToolCaps, ToolDef, ToolResult};
 use super::{Answer, BackendKind, Failure, LensRequest, LensSpec, Usage, Vendor};
-use crate::lens::contract::{LensResponse, response_schema};
+use crate::lens::contract::LensResponse;
 
 /// Used when `ANTHROPIC_BASE_URL` is unset; like the SDKs, without `/v1`.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -122,7 +122,7 @@ impl ApiVendor for Anthropic {
         spec: &LensSpec,
         model: &str,
         messages: &[Value],
-        structured: bool,
+        structured: Option<&Value>,
         tools: Option<&[Value]>,
     ) -> Result<Vec<u8>, Failure> {
         api::encode(&MessagesRequest {
@@ -131,10 +131,10 @@ impl ApiVendor for Anthropic {
             messages,
             tools,
             temperature: spec.temperature,
-            output_config: structured.then(|| OutputConfig {
+            output_config: structured.map(|schema| OutputConfig {
                 format: OutputFormat {
                     kind: "json_schema",
-                    schema: response_schema(),
+                    schema: schema.clone(),
                 },
             }),
         })
@@ -314,6 +314,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::lens::contract::response_schema;
     use crate::lens::http::tests::{FakeServer, Reply, fast_policy};
     use crate::lens::{BackendKind, FailureKind};
 

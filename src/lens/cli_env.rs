@@ -464,6 +464,7 @@ diff --git a/src/lib.rs b/src/lib.rs
             diff: Arc::new(Diff::parse(DIFF).expect("diff")),
             pr: None,
             checkout: None,
+            answer: crate::lens::contract::AnswerKind::Review,
         }
     }
 
@@ -522,6 +523,7 @@ diff --git a/src/lib.rs b/src/lib.rs
         pub(crate) fn request(&self, prompt: &str) -> LensRequest {
             LensRequest {
                 checkout: Some(Arc::from(self.path())),
+                answer: crate::lens::contract::AnswerKind::Review,
                 ..request(prompt)
             }
         }

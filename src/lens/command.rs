@@ -16,8 +16,8 @@ use super::process::{
     child_text, describe_status, excerpt_note, failure_of, stderr_note,
 };
 use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec, PrInfo, Vendor};
+use crate::lens::contract::LensResponse;
 use crate::lens::contract::with_repository;
-use crate::lens::contract::{LensResponse, response_schema};
 
 /// Variables every command lens gets when they are set: enough to find programs, a home, a
 /// locale and a temp directory. `LC_*` variables are passed too.
@@ -33,6 +33,8 @@ struct CommandRequest<'a> {
     schema: serde_json::Value,
     /// The round's read-only snapshot, also the child's working directory; null without one.
     checkout: Option<&'a Path>,
+    /// What is asked: `review` (findings) or `verify` (verdicts on another lens's findings).
+    answer: crate::lens::contract::AnswerKind,
 }
 
 /// The `command` backend.
@@ -137,8 +139,9 @@ fn request_json(spec: &LensSpec, req: &LensRequest) -> Result<Vec<u8>, Failure> 
         prompt: &prompt,
         diff: req.diff.text(),
         pr: req.pr.as_ref(),
-        schema: response_schema(),
+        schema: req.answer.schema(),
         checkout: req.checkout.as_deref(),
+        answer: req.answer,
     };
     serde_json::to_vec(&doc)
         .map_err(|e| Failure::fatal(format!("could not encode the request: {e}")))
@@ -207,6 +210,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
+    use crate::lens::contract::response_schema;
 
     async fn run(spec: &LensSpec, req: &LensRequest) -> Result<Answer, Failure> {
         run_capped(spec, req, DEFAULT_MAX_OUTPUT).await
@@ -243,6 +247,7 @@ mod tests {
                     .expect("sha"),
             }),
             checkout: None,
+            answer: crate::lens::contract::AnswerKind::Review,
         }
     }
 

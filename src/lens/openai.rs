@@ -23,7 +23,7 @@ use super::http::{
 use super::preflight::PreflightEnv;
 use super::tools::{ToolCaps, ToolDef, ToolResult};
 use super::{Answer, BackendKind, Failure, LensRequest, LensSpec, Usage, Vendor};
-use crate::lens::contract::{LensResponse, response_schema};
+use crate::lens::contract::LensResponse;
 
 /// Used when `OPENAI_BASE_URL` is unset; like the SDKs, with `/v1`.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -160,7 +160,7 @@ impl ApiVendor for Openai {
         spec: &LensSpec,
         model: &str,
         messages: &[Value],
-        structured: bool,
+        structured: Option<&Value>,
         tools: Option<&[Value]>,
     ) -> Result<Vec<u8>, Failure> {
         api::encode(&ChatRequest {
@@ -170,11 +170,11 @@ impl ApiVendor for Openai {
             parallel_tool_calls: tools.map(|_| false),
             max_completion_tokens: spec.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS),
             temperature: spec.temperature,
-            response_format: structured.then(|| ResponseFormat {
+            response_format: structured.map(|schema| ResponseFormat {
                 kind: "json_schema",
                 json_schema: JsonSchema {
                     name: SCHEMA_NAME,
-                    schema: response_schema(),
+                    schema: schema.clone(),
                     strict: true,
                 },
             }),
@@ -326,6 +326,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::lens::contract::response_schema;
     use crate::lens::http::tests::{FakeServer, Reply, fast_policy};
     use crate::lens::{BackendKind, FailureKind};
 

@@ -392,6 +392,37 @@ impl fmt::Display for crate::review::notice::BillingFallback<'_> {
     }
 }
 
+/// What cross-examination says when it could not check every finding it meant to.
+impl fmt::Display for crate::review::verify::VerifyNotice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::review::verify::VerifyNotice;
+        let findings = |n: usize| match n {
+            1 => "1 finding".to_owned(),
+            n => format!("{n} findings"),
+        };
+        match self {
+            VerifyNotice::NoVerifier { unchecked } => write!(
+                f,
+                "notice: {} raised by one lens alone {} not cross-examined: no other model lens \
+                 answered this round.",
+                findings(*unchecked),
+                if *unchecked == 1 { "was" } else { "were" }
+            ),
+            VerifyNotice::Failed {
+                verifier,
+                unchecked,
+                error,
+            } => write!(
+                f,
+                "notice: cross-examination by {verifier} failed ({}); {} stay as the review \
+                 left them.",
+                crate::render::clean(error),
+                findings(*unchecked)
+            ),
+        }
+    }
+}
+
 /// The JSON `context.note` and the evidence's: why there is no snapshot, or what it left out.
 impl fmt::Display for crate::context::ContextNote<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -12,12 +12,14 @@ use crate::ids::LensName;
 use crate::lens::backend::Runs;
 use crate::lens::builtin::KeywordSearch;
 use crate::lens::registry::backend;
+use crate::lens::verdicts::VerdictKind;
 use crate::lens::{LensRequest, LensSpec, PrInfo, Provenance};
 use crate::plan::{self, PlanOptions};
 use crate::review::anchor::{Anchored, HeadText, anchor, suggestion_problem};
-use crate::review::finding::{Finding, Fingerprints};
+use crate::review::finding::{Checked, Finding, Fingerprints};
 use crate::review::merge::{merge, merge_explained};
 use crate::review::panel::{Panel, PanelInput, PanelObserver};
+use crate::review::verify::{Verification, VerifyInput, cross_examine};
 use crate::review::{Confidence, NotReviewed, NotReviewedReason, Report, Severity};
 
 /// What a review reads: the diff, and the search for secret keywords in its bytes when one
@@ -149,6 +151,7 @@ pub async fn review_with(
                     diff: Arc::new(c.diff),
                     pr: pr.clone(),
                     checkout: context.root.clone(),
+                    answer: crate::lens::contract::AnswerKind::Review,
                 })
             })
             .collect()
@@ -207,8 +210,21 @@ pub async fn review_with(
     if let Some(ev) = &panel.evidence {
         record_merge(ev, &findings, &explained, config);
     }
-    let merged = explained.into_iter().map(|(f, _)| f).collect();
+    let mut merged: Vec<Finding> = explained.iter().map(|(f, _)| f.clone()).collect();
     crate::timing::mark("placed and merged");
+    // Cross-examination runs on the merged findings, before any per-lens split.
+    let verify = VerifyInput {
+        lenses,
+        runs: &provenance,
+        diff: place_on,
+        pr: pr.as_ref(),
+        checkout: context.root.clone(),
+    };
+    let verification = cross_examine(&mut merged, &verify, panel).await;
+    if let Some(v) = &verification {
+        apply_to_members(&mut findings, &explained, v);
+        crate::timing::mark("cross-examined");
+    }
     let report = Report {
         findings: merged,
         lenses: provenance,
@@ -216,12 +232,51 @@ pub async fn review_with(
         context: context.report,
         dropped_unfounded,
         repo_rules: context.rules,
+        verification,
         ..Report::empty()
     };
     Reviewed {
         report,
         located: findings,
     }
+}
+
+/// The verdicts on merged findings carried to the lens findings they combined, which per-lens
+/// posting merges again: a refuted finding's members are dropped, a checked one's carry the
+/// verdict (a confirmed one's, one step more confidence).
+fn apply_to_members(
+    located: &mut Vec<Finding>,
+    explained: &[(Finding, Vec<usize>)],
+    verification: &Verification,
+) {
+    let mut dropped = vec![false; located.len()];
+    for (merged, members) in explained {
+        let Some(c) = verification
+            .checked
+            .iter()
+            .find(|c| c.fingerprint == merged.fingerprint)
+        else {
+            continue;
+        };
+        for &i in members {
+            let f = &mut located[i];
+            match c.verdict {
+                VerdictKind::Refuted => dropped[i] = true,
+                VerdictKind::Confirmed => f.confidence = f.confidence.raised(),
+                VerdictKind::Unsure => {}
+            }
+            f.verified = Some(Checked {
+                verdict: c.verdict,
+                by: c.by.clone(),
+                evidence: c.evidence.clone(),
+            });
+        }
+    }
+    let mut i = 0;
+    located.retain(|_| {
+        i += 1;
+        !dropped[i - 1]
+    });
 }
 
 /// Evidence of the round's snapshot: where it came from and what it holds, or why there is none.

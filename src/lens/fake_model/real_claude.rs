@@ -42,6 +42,7 @@ pub(super) fn lens(kind: BackendKind, bin: &Path, model: &str) -> LensSpec {
 pub(super) fn request(snapshot: Option<&Path>) -> LensRequest {
     LensRequest {
         checkout: snapshot.map(Arc::from),
+        answer: crate::lens::contract::AnswerKind::Review,
         ..fake::request("Review the change to src/lib.rs. Answer with the lens JSON.")
     }
 }
