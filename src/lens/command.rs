@@ -435,9 +435,12 @@ mod tests {
         sorted.sort();
         assert_eq!(
             sorted,
-            ["checkout", "diff", "lens", "pr", "prompt", "schema"]
+            [
+                "answer", "checkout", "diff", "lens", "pr", "prompt", "schema"
+            ]
         );
         assert_eq!(doc["lens"], "stdin");
+        assert_eq!(doc["answer"], "review");
         assert!(doc["checkout"].is_null());
         let prompt = doc["prompt"].as_str().expect("prompt");
         assert!(prompt.starts_with("Review this change."), "{prompt}");
@@ -457,6 +460,15 @@ mod tests {
         let doc: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&copy).expect("copy")).expect("json");
         assert!(doc["pr"].is_null());
+
+        // Asked to cross-examine: the verdicts' schema, and `answer` says so.
+        req.answer = crate::lens::contract::AnswerKind::Verify;
+        // The backend reads either answer; the panel holds it to the kind asked.
+        run(&spec, &req).await.expect("ok");
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&copy).expect("copy")).expect("json");
+        assert_eq!(doc["answer"], "verify");
+        assert_eq!(doc["schema"], crate::lens::verdicts::verdicts_schema());
     }
 
     #[tokio::test]

@@ -1,6 +1,7 @@
 //! One review, top to bottom: gate the files, plan the calls, run the panel, parse and place
 //! each finding, merge, and keep the evidence.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::attributes::{Attributes, Guard};
@@ -49,7 +50,12 @@ pub async fn review(
     panel: &Panel,
     observer: &dyn PanelObserver,
 ) -> Report {
-    review_with(diff, None, pr, lenses, config, context, panel, observer)
+    let earlier = BTreeSet::new();
+    let at = ReviewAt {
+        anchors: None,
+        earlier: &earlier,
+    };
+    review_with(diff, at, pr, lenses, config, context, panel, observer)
         .await
         .report
 }
@@ -91,14 +97,23 @@ impl Reviewed {
     }
 }
 
+/// Where in a PR's history a review sits.
+#[derive(Debug, Clone, Copy)]
+pub struct ReviewAt<'a> {
+    /// The whole PR diff, when the review covers only part of it.
+    pub anchors: Option<&'a Diff>,
+    /// The fingerprints earlier rounds reported (cross-examination leaves them alone).
+    pub earlier: &'a BTreeSet<String>,
+}
+
 /// Reviews `diff` — possibly only part of a PR, such as the interdiff of a later round — and
-/// places each finding on `anchors` (the whole PR diff) when given, so a finding outside the
+/// places each finding on `at.anchors` (the whole PR diff) when given, so a finding outside the
 /// part reviewed but on the PR's diff can still be a line comment. Every lens request carries
 /// `context`'s snapshot root, when there is one.
 #[allow(clippy::too_many_arguments)]
 pub async fn review_with(
     input: impl Into<ReviewInput>,
-    anchors: Option<&Diff>,
+    at: ReviewAt<'_>,
     pr: Option<PrInfo>,
     lenses: &[LensSpec],
     config: &ReviewConfig,
@@ -169,7 +184,7 @@ pub async fn review_with(
 
     let mut findings = Vec::new();
     let mut provenance = Vec::with_capacity(runs.len());
-    let place_on = anchors.unwrap_or(&diff);
+    let place_on = at.anchors.unwrap_or(&diff);
     let head = HeadText {
         snapshot: context.root.as_deref(),
         diff: place_on,
@@ -219,9 +234,10 @@ pub async fn review_with(
         diff: place_on,
         pr: pr.as_ref(),
         checkout: context.root.clone(),
+        earlier: at.earlier,
     };
     let verification = cross_examine(&mut merged, &verify, panel).await;
-    if let Some(v) = &verification {
+    if let Some(v) = verification.as_ref().filter(|v| !v.runs.is_empty()) {
         apply_to_members(&mut findings, &explained, v);
         crate::timing::mark("cross-examined");
     }

@@ -4,6 +4,7 @@
 //! it was. One call per verifier a round, through the panel (its timeouts, caps, retries,
 //! fallback and evidence), the call's provenance marked `verify`.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -162,6 +163,9 @@ pub struct VerifyInput<'a> {
     pub diff: &'a Diff,
     pub pr: Option<&'a PrInfo>,
     pub checkout: Option<Arc<Path>>,
+    /// Fingerprints an earlier round reported: raised again, they are carried over, not
+    /// checked again.
+    pub earlier: &'a BTreeSet<String>,
 }
 
 /// One verifier's call: the lens and the findings (indices) it checks.
@@ -181,7 +185,8 @@ pub async fn cross_examine(
     if panel.verify.mode == VerifyMode::Off {
         return None;
     }
-    let picked = candidates(findings, input.lenses, panel.verify);
+    let mut picked = candidates(findings, input.lenses, panel.verify);
+    picked.retain(|&i| !input.earlier.contains(&findings[i].fingerprint));
     let calls = plan_calls(findings, &picked, input, panel);
     let mut verification = Verification::default();
     let mut tasks = JoinSet::new();

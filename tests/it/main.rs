@@ -17,3 +17,4 @@ mod rules;
 mod serve;
 mod snapshot;
 mod store;
+mod verify;

@@ -171,6 +171,7 @@ async fn examine(
         diff: &diff,
         pr: None,
         checkout: None,
+        earlier: &BTreeSet::new(),
     };
     let verification = cross_examine(&mut findings, &input, &panel).await;
     let said = notices.lock().expect("notices").clone();
@@ -298,4 +299,27 @@ fn per_lens_parts_keep_their_own_verdicts_and_calls() {
     assert_eq!(a.runs[0].lens.as_str(), "a");
     let b = v.for_lens(Some(&LensName::new("b")));
     assert_eq!(Verification::combine([a, b]), v);
+}
+
+#[tokio::test]
+async fn a_verifier_answering_findings_has_failed() {
+    let mut reviewer = scripted("b", "confirmed");
+    reviewer.bin = Some(format!(
+        "{}/tests/fixtures/lenses/good.sh",
+        env!("CARGO_MANIFEST_DIR")
+    ));
+    let lenses = [scripted("a", "confirmed"), reviewer];
+    let findings = vec![found(2, Severity::Advisory, Confidence::Low, &["a"])];
+    let (left, v, said) = examine(findings, &lenses, VerifyMode::Single).await;
+    assert!(left[0].verified.is_none());
+    let error = v.expect("verification").runs[0]
+        .error
+        .clone()
+        .unwrap_or_default();
+    assert_eq!(
+        error,
+        "unreadable answer: the reply's JSON is not a lens response: findings where verdicts \
+         were asked for"
+    );
+    assert_eq!(said.len(), 1);
 }
