@@ -18,7 +18,7 @@ use crate::lens::cli_env::fake::{self, real_cli, repository_note};
 use crate::lens::process::{self, DEFAULT_MAX_OUTPUT, ProcessOutput, ProcessSpec};
 use crate::lens::{Answer, BackendKind, Failure, FailureKind, LensRequest, LensSpec};
 
-const MODEL: &str = "claude-fake-1";
+pub(super) const MODEL: &str = "claude-fake-1";
 
 /// The fake API key: it must reach no request body (only the `x-api-key` header).
 const API_KEY: &str = "sk-ant-api03-FAKE_KEY_MARKER_3e7d";
@@ -48,7 +48,7 @@ pub(super) fn request(snapshot: Option<&Path>) -> LensRequest {
 }
 
 /// The lens's environment: `PATH`, the hostile snapshot's fresh `HOME`, and the fake as the API.
-fn env(hostile: &Hostile, fake: &FakeModel) -> CliEnv {
+pub(super) fn env(hostile: &Hostile, fake: &FakeModel) -> CliEnv {
     fake::real_env(&hostile.home(), &[]).with_fake_model(
         vec![
             ("ANTHROPIC_BASE_URL".into(), fake.url().into()),
@@ -77,7 +77,7 @@ async fn review(
     answer
 }
 
-fn read(id: &str, path: &Path) -> ToolCall {
+pub(super) fn read(id: &str, path: &Path) -> ToolCall {
     ToolCall::new(id, "Read", json!({"file_path": path}))
 }
 
