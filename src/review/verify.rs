@@ -350,14 +350,26 @@ fn as_it_ran(spec: &LensSpec, runs: &[Provenance]) -> LensSpec {
 /// The verifier's request: the findings as one JSON array, the numbered diff of their files,
 /// the snapshot, and the verdicts' schema.
 fn request(findings: &[Finding], which: &[usize], input: &VerifyInput<'_>) -> LensRequest {
-    let items: Vec<serde_json::Value> = which
+    let asked: Vec<&Finding> = which.iter().map(|&i| &findings[i]).collect();
+    let (prompt, diff) = prompt(&asked, input.diff);
+    LensRequest {
+        prompt,
+        diff: Arc::new(diff),
+        pr: input.pr.cloned(),
+        checkout: input.checkout.clone(),
+        answer: AnswerKind::Verify,
+    }
+}
+
+/// A cross-examination's prompt for `findings`, placed on `diff`, and the part of `diff` it
+/// shows (their files).
+pub fn prompt(findings: &[&Finding], diff: &Diff) -> (String, Diff) {
+    let items: Vec<serde_json::Value> = findings
         .iter()
-        .map(|&i| {
-            let f = &findings[i];
-            let quote = input
-                .diff
+        .map(|f| {
+            let quote = diff
                 .file(&f.path)
-                .and_then(|file| input.diff.line_text(file, f.side, f.line));
+                .and_then(|file| diff.line_text(file, f.side, f.line));
             serde_json::json!({
                 "id": f.fingerprint,
                 "path": f.path,
@@ -370,16 +382,8 @@ fn request(findings: &[Finding], which: &[usize], input: &VerifyInput<'_>) -> Le
         })
         .collect();
     let json = serde_json::to_string_pretty(&items).unwrap_or_default();
-    let diff = input
-        .diff
-        .subset(|_, file| which.iter().any(|&i| findings[i].path == file.path()));
-    LensRequest {
-        prompt: crate::plan::verify_prompt(&diff, &json),
-        diff: Arc::new(diff),
-        pr: input.pr.cloned(),
-        checkout: input.checkout.clone(),
-        answer: AnswerKind::Verify,
-    }
+    let shown = diff.subset(|_, file| findings.iter().any(|f| f.path == file.path()));
+    (crate::plan::verify_prompt(&shown, &json), shown)
 }
 
 #[cfg(test)]
