@@ -319,9 +319,11 @@ fn many_findings(n: usize) -> (String, String) {
     let mut findings = Vec::new();
     for i in 0..n {
         diff.push_str(&format!("+fn f{i}() {{ step_{i}().unwrap() }}\n"));
-        findings.push(serde_json::json!({"path": "src/big.rs", "line": i + 2, "side": "RIGHT",
+        findings.push(
+            serde_json::json!({"path": "src/big.rs", "line": i + 2, "side": "RIGHT",
             "severity": "advisory", "confidence": "medium",
-            "title": format!("step_{i} can fail"), "body": "Handle its error."}));
+            "title": format!("step_{i} can fail"), "body": "Handle its error."}),
+        );
     }
     let response = serde_json::json!({ "findings": findings }).to_string();
     (diff, response)
@@ -339,7 +341,8 @@ fn verify_benches(c: &mut Criterion) {
     use reviewbot::review::pipeline;
 
     let dir = tempfile::tempdir().expect("temp dir");
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lenses/verifier.sh");
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lenses/verifier.sh");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -375,14 +378,24 @@ fn verify_benches(c: &mut Criterion) {
                 &NoProgress,
             ));
             let wall = t.elapsed().as_secs_f64() * 1e3;
-            let slowest = report.lenses.iter().map(|p| p.latency_ms).max().unwrap_or(0) as f64;
+            let slowest = report
+                .lenses
+                .iter()
+                .map(|p| p.latency_ms)
+                .max()
+                .unwrap_or(0) as f64;
             let verify: Vec<_> = report
                 .runs()
                 .into_iter()
                 .filter(|p| p.role == Role::Verify)
                 .collect();
             let verifier = verify.iter().map(|p| p.latency_ms as f64).sum::<f64>();
-            (wall - slowest - verifier, verifier, verify.len(), report.findings.len())
+            (
+                wall - slowest - verifier,
+                verifier,
+                verify.len(),
+                report.findings.len(),
+            )
         };
         g.bench_function(format!("{n}_findings"), |b| {
             b.iter_custom(|iters| {

@@ -33,17 +33,17 @@ use std::process::{Command, ExitCode};
 use base64::Engine;
 use reviewbot::config::ReviewConfig;
 use reviewbot::diff::{Diff, FileStatus, LineKind, Side};
-use reviewbot::ids::LensName;
-use reviewbot::lens::contract::{Confidence, RawFinding, Severity};
-use reviewbot::lens::verdicts::verdicts_schema;
-use reviewbot::review::finding::Finding;
-use reviewbot::review::verify;
 use reviewbot::github::model::{Comparison, PrFile};
 use reviewbot::ids::HeadSha;
+use reviewbot::ids::LensName;
 use reviewbot::lens::contract::response_schema;
+use reviewbot::lens::contract::{Confidence, RawFinding, Severity};
 use reviewbot::lens::tools::{self, ToolLimits};
+use reviewbot::lens::verdicts::verdicts_schema;
 use reviewbot::plan::{self, PlanOptions};
+use reviewbot::review::finding::Finding;
 use reviewbot::review::scope;
+use reviewbot::review::verify;
 
 fn git(repo: &str, args: &[&str]) -> Result<String, String> {
     let out = Command::new("git")
@@ -347,7 +347,7 @@ fn findings_on_largest(d: &Diff, k: usize) -> Vec<Finding> {
             Some((d.file_text(f).len(), f.path().to_owned(), line))
         })
         .collect();
-    files.sort_by(|a, b| b.0.cmp(&a.0));
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
     files
         .into_iter()
         .take(k)

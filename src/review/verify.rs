@@ -387,4 +387,4 @@ pub fn prompt(findings: &[&Finding], diff: &Diff) -> (String, Diff) {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

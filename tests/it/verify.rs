@@ -264,6 +264,19 @@ fn pr_lenses(dir: &Path) -> String {
     alpha + &beta
 }
 
+/// A `review --pr` run with [`pr_lenses`] and `review` more `[review]` keys.
+fn pr_run(review: &str) -> Run {
+    let run = Run::new("");
+    let cfg =
+        pr_lenses(run.dir.path()) + &format!("[review]\n{review}lenses = [\"alpha\", \"beta\"]\n");
+    std::fs::write(
+        run.dir.path().join("reviewbot.toml"),
+        format!("[github]\nmax_rate_limit_wait = \"10s\"\n{cfg}"),
+    )
+    .unwrap();
+    run
+}
+
 fn posted_comments(fake: &FakeGithub) -> Vec<String> {
     fake.review_comments(REPO, 7)
         .iter()
@@ -274,13 +287,7 @@ fn posted_comments(fake: &FakeGithub) -> Vec<String> {
 #[test]
 fn a_posted_round_carries_only_what_survived_cross_examination() {
     let fake = world();
-    let run = Run::new("");
-    let cfg = pr_lenses(run.dir.path()) + "[review]\nlenses = [\"alpha\", \"beta\"]\n";
-    std::fs::write(
-        run.dir.path().join("reviewbot.toml"),
-        format!("[github]\nmax_rate_limit_wait = \"10s\"\n{cfg}"),
-    )
-    .unwrap();
+    let run = pr_run("");
     let o = run.review(&fake, Some(TOKEN), &["--post", "--format", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let doc = crate::pr::json(&o);
@@ -327,14 +334,7 @@ fn a_posted_round_carries_only_what_survived_cross_examination() {
 #[test]
 fn per_lens_posting_verifies_before_splitting() {
     let fake = world();
-    let run = Run::new("");
-    let cfg = pr_lenses(run.dir.path())
-        + "[review]\npost = \"per-lens\"\nlenses = [\"alpha\", \"beta\"]\n";
-    std::fs::write(
-        run.dir.path().join("reviewbot.toml"),
-        format!("[github]\nmax_rate_limit_wait = \"10s\"\n{cfg}"),
-    )
-    .unwrap();
+    let run = pr_run("post = \"per-lens\"\n");
     let o = run.review(&fake, Some(TOKEN), &["--post", "--format", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let bodies = bodies(&fake);

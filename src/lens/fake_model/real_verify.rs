@@ -3,8 +3,7 @@
 //! reads the quoted file through its own tools in the snapshot, and its verdicts land on the
 //! findings.
 
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -17,10 +16,11 @@ use crate::lens::cli_env::CliEnv;
 use crate::lens::cli_env::fake::{DIFF, real_cli};
 use crate::lens::contract::{Confidence, RawFinding, Severity};
 use crate::lens::verdicts::{VerdictKind, verdicts_schema};
-use crate::lens::{AuthClass, BackendKind, LensSpec, LensStatus, Provenance, Role};
+use crate::lens::{BackendKind, LensSpec, LensStatus, Role};
 use crate::review::finding::Finding;
 use crate::review::panel::{Panel, SubscriptionSlots};
-use crate::review::verify::{Verification, VerifyInput, cross_examine};
+use crate::review::verify::Verification;
+use crate::review::verify::tests::examine_on;
 
 /// The finding under check: `b` on line 2 of `src/lib.rs`, raised by a `command` lens alone.
 fn finding() -> Finding {
@@ -45,27 +45,6 @@ fn verdicts(id: &str, verdict: &str, evidence: &str) -> String {
     json!({"verdicts": [{"id": id, "verdict": verdict, "evidence": evidence}]}).to_string()
 }
 
-fn answered(spec: &LensSpec) -> Provenance {
-    Provenance {
-        lens: spec.name.clone(),
-        role: Role::Review,
-        requested_backend: spec.backend,
-        actual_backend: spec.backend,
-        auth_class: AuthClass::None,
-        model: spec.model.clone(),
-        fallback_source: None,
-        status: LensStatus::Ok,
-        error: None,
-        latency_ms: 1,
-        usage: None,
-        cost_usd: None,
-        calls: None,
-        findings_dropped: None,
-        tool_calls: None,
-        summary: None,
-    }
-}
-
 /// Cross-examines [`finding`] with `verifier` (the real CLI, in `env`) over `hostile`'s
 /// snapshot; returns what is left, the verification and the notices said.
 async fn examine(
@@ -73,30 +52,20 @@ async fn examine(
     env: CliEnv,
     hostile: &Hostile,
 ) -> (Vec<Finding>, Verification, Vec<String>) {
-    let author = LensSpec::new("script", BackendKind::Command);
-    let lenses = [author, verifier];
-    let runs: Vec<Provenance> = lenses.iter().map(answered).collect();
-    let notices = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&notices);
+    let lenses = [LensSpec::new("script", BackendKind::Command), verifier];
     let mut panel = Panel::from_env(SubscriptionSlots::new(2), false);
     panel.cli_env = env;
-    panel.notices = Arc::new(move |line: &str| sink.lock().expect("notices").push(line.into()));
     let diff = Diff::parse(DIFF).expect("diff");
     let snapshot = hostile.snapshot();
-    let input = VerifyInput {
-        lenses: &lenses,
-        runs: &runs,
-        diff: &diff,
-        pr: None,
-        checkout: Some(Arc::from(snapshot.as_path())),
-        earlier: &BTreeSet::new(),
-    };
-    let mut findings = vec![finding()];
-    let v = cross_examine(&mut findings, &input, &panel)
-        .await
-        .expect("verification on");
-    let said = notices.lock().expect("notices").clone();
-    (findings, v, said)
+    let (left, v, said) = examine_on(
+        panel,
+        vec![finding()],
+        &lenses,
+        &diff,
+        Some(Arc::from(snapshot.as_path())),
+    )
+    .await;
+    (left, v.expect("verification on"), said)
 }
 
 /// What every verifier's request holds: the finding as untrusted JSON and the numbered diff.

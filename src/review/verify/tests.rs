@@ -130,7 +130,8 @@ fn scripted(name: &str, verdict: &str) -> LensSpec {
     spec
 }
 
-fn answered(spec: &LensSpec) -> Provenance {
+/// `spec`'s provenance as a lens that answered the review.
+pub(crate) fn answered(spec: &LensSpec) -> Provenance {
     Provenance {
         lens: spec.name.clone(),
         role: Role::Review,
@@ -154,23 +155,34 @@ fn answered(spec: &LensSpec) -> Provenance {
 /// Runs cross-examination of `findings` with `lenses` (all of them answered the review);
 /// returns the findings left, the verification and the notices said.
 async fn examine(
-    mut findings: Vec<Finding>,
+    findings: Vec<Finding>,
     lenses: &[LensSpec],
     mode: VerifyMode,
 ) -> (Vec<Finding>, Option<Verification>, Vec<String>) {
+    let mut panel = Panel::from_env(SubscriptionSlots::new(2), false);
+    panel.verify = config(mode, 20);
+    examine_on(panel, findings, lenses, &diff(), None).await
+}
+
+/// Cross-examination of `findings`, placed on `diff`, by `panel` with `lenses` (all of them
+/// answered the review) over `checkout`; the findings left, the verification and the notices.
+pub(crate) async fn examine_on(
+    mut panel: Panel,
+    mut findings: Vec<Finding>,
+    lenses: &[LensSpec],
+    diff: &Diff,
+    checkout: Option<Arc<Path>>,
+) -> (Vec<Finding>, Option<Verification>, Vec<String>) {
     let notices = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&notices);
-    let mut panel = Panel::from_env(SubscriptionSlots::new(2), false);
     panel.notices = Arc::new(move |line: &str| sink.lock().expect("notices").push(line.into()));
-    panel.verify = config(mode, 20);
     let runs: Vec<Provenance> = lenses.iter().map(answered).collect();
-    let diff = diff();
     let input = VerifyInput {
         lenses,
         runs: &runs,
-        diff: &diff,
+        diff,
         pr: None,
-        checkout: None,
+        checkout,
         earlier: &BTreeSet::new(),
     };
     let verification = cross_examine(&mut findings, &input, &panel).await;
