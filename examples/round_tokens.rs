@@ -381,12 +381,15 @@ fn verify_ratio(args: &[String]) -> Result<(), String> {
     let most = reviewbot::config::VerifyConfig::default().max_findings;
     let schema = verdicts_schema().to_string();
     println!("round\tfiles\treview\tverify(1)\tverify(3)\tverify(5)\tverify({most})\tratios");
+    let ks = [1, 3, 5, most];
+    let (mut all_review, mut all_verify) = (0, [0usize; 4]);
     for i in 0..heads.len() {
         let d = scoped(repo, base, heads, i)?;
         let review = tokens(&d, None)?.exact;
+        all_review += review;
         let mut cells = Vec::new();
         let mut ratios = Vec::new();
-        for k in [1, 3, 5, most] {
+        for (j, k) in ks.into_iter().enumerate() {
             let found = findings_on_largest(&d, k);
             let asked: Vec<&Finding> = found.iter().collect();
             let (prompt, _) = verify::prompt(&asked, &d);
@@ -394,6 +397,7 @@ fn verify_ratio(args: &[String]) -> Result<(), String> {
                 &reviewbot::lens::contract::with_repository(&prompt, false),
             );
             let n = exact(&message) + exact(&schema);
+            all_verify[j] += n;
             cells.push(format!("{n} ({})", found.len()));
             ratios.push(format!("{:.2}", n as f64 / review.max(1) as f64));
         }
@@ -405,6 +409,15 @@ fn verify_ratio(args: &[String]) -> Result<(), String> {
             ratios.join(" / ")
         );
     }
+    let ratios: Vec<String> = all_verify
+        .iter()
+        .map(|v| format!("{:.2}", *v as f64 / all_review.max(1) as f64))
+        .collect();
+    println!(
+        "all\t\t{all_review}\t{}\t{}",
+        all_verify.map(|v| v.to_string()).join("\t"),
+        ratios.join(" / ")
+    );
     Ok(())
 }
 

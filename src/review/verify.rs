@@ -18,6 +18,7 @@ use crate::ids::LensName;
 use crate::lens::contract::AnswerKind;
 use crate::lens::verdicts::{Verdict, VerdictKind};
 use crate::lens::{LensRequest, LensSpec, LensStatus, PrInfo, Provenance, Role};
+use crate::plan::Spot;
 use crate::review::finding::{Checked, Finding};
 use crate::review::panel::{NoProgress, Panel, PanelInput};
 
@@ -361,8 +362,8 @@ fn request(findings: &[Finding], which: &[usize], input: &VerifyInput<'_>) -> Le
     }
 }
 
-/// A cross-examination's prompt for `findings`, placed on `diff`, and the part of `diff` it
-/// shows (their files).
+/// A cross-examination's prompt for `findings`, placed on `diff` (the diff around each one's
+/// lines), and their files' part of `diff` (what a `command` lens gets as `diff`).
 pub fn prompt(findings: &[&Finding], diff: &Diff) -> (String, Diff) {
     let items: Vec<serde_json::Value> = findings
         .iter()
@@ -381,9 +382,25 @@ pub fn prompt(findings: &[&Finding], diff: &Diff) -> (String, Diff) {
             })
         })
         .collect();
-    let json = serde_json::to_string_pretty(&items).unwrap_or_default();
+    // One finding a line: the array's own indentation would cost tokens and say nothing.
+    let json = format!(
+        "[\n{}\n]",
+        items
+            .iter()
+            .map(serde_json::Value::to_string)
+            .collect::<Vec<_>>()
+            .join(",\n")
+    );
     let shown = diff.subset(|_, file| findings.iter().any(|f| f.path == file.path()));
-    (crate::plan::verify_prompt(&shown, &json), shown)
+    let spots: Vec<Spot<'_>> = findings
+        .iter()
+        .map(|f| Spot {
+            path: &f.path,
+            side: f.side,
+            lines: (f.start_line.unwrap_or(f.line), f.line),
+        })
+        .collect();
+    (crate::plan::verify_prompt(&shown, &spots, &json), shown)
 }
 
 #[cfg(test)]
