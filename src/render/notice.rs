@@ -403,8 +403,7 @@ impl fmt::Display for crate::review::verify::VerifyNotice {
         match self {
             VerifyNotice::NoVerifier { unchecked } => write!(
                 f,
-                "notice: {} raised by one lens alone {} not cross-examined: no other model lens \
-                 answered this round.",
+                "notice: {} {} not cross-examined: no other model lens answered this round.",
                 findings(*unchecked),
                 if *unchecked == 1 { "was" } else { "were" }
             ),

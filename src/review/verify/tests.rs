@@ -269,10 +269,7 @@ async fn with_no_other_model_lens_nothing_is_checked_and_a_notice_says_why() {
     assert_eq!(v, Some(Verification::default()));
     assert_eq!(
         said,
-        [
-            "notice: 1 finding raised by one lens alone was not cross-examined: no other model \
-          lens answered this round."
-        ]
+        ["notice: 1 finding was not cross-examined: no other model lens answered this round."]
     );
 }
 
