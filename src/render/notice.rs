@@ -680,4 +680,20 @@ mod tests {
         ];
         insta::assert_snapshot!(text.join("\n"));
     }
+
+    #[test]
+    fn what_cross_examination_says_when_it_cannot_check() {
+        use crate::review::verify::VerifyNotice;
+        let text = [
+            VerifyNotice::NoVerifier { unchecked: 1 },
+            VerifyNotice::NoVerifier { unchecked: 3 },
+            VerifyNotice::Failed {
+                verifier: LensName::new("terra"),
+                unchecked: 2,
+                error: "timed out after 300s\u{202E}".to_owned(),
+            },
+        ]
+        .map(|n| n.to_string());
+        insta::assert_snapshot!(text.join("\n"));
+    }
 }
