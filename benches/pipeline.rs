@@ -9,6 +9,9 @@
 //!   estimate of the raw diff text on one core.
 //! - `panel/N`: a panel of N instant `command` lenses plus one that sleeps 200 ms; the time
 //!   reported is the panel's wall time minus the slowest lens's own `latency_ms`.
+//! - `verify/N_findings`: what cross-examination adds to a round of two instant `command`
+//!   lenses beyond the verifier's own `latency_ms` (one raises N findings alone, the other
+//!   refutes them in one call), against the same round with `[verify] mode = "off"`.
 //! - `secrets/compile_url_password/*`: compiling the URL-password pattern as shipped (open
 //!   repeats) and as it was (bounded repeats of a Unicode class), the choice in
 //!   `redact::URL_PASSWORD_PATTERN`.
@@ -246,6 +249,7 @@ fn panel_benches(c: &mut Criterion) {
         diff: Arc::clone(&diff),
         pr: None,
         checkout: None,
+        answer: reviewbot::lens::contract::AnswerKind::Review,
     }));
     let panel = Panel::from_env(SubscriptionSlots::new(2), false, []);
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -300,6 +304,127 @@ fn panel_benches(c: &mut Criterion) {
                 median(&mut walls),
                 median(&mut slowest),
                 median(&mut over)
+            );
+        }
+    }
+    g.finish();
+}
+
+/// A diff adding `n` lines to one file, and a lens response with one finding on each.
+fn many_findings(n: usize) -> (String, String) {
+    let mut diff = format!(
+        "diff --git a/src/big.rs b/src/big.rs\n--- a/src/big.rs\n+++ b/src/big.rs\n@@ -1,1 +1,{} @@\n fn main() {{}}\n",
+        n + 1
+    );
+    let mut findings = Vec::new();
+    for i in 0..n {
+        diff.push_str(&format!("+fn f{i}() {{ step_{i}().unwrap() }}\n"));
+        findings.push(
+            serde_json::json!({"path": "src/big.rs", "line": i + 2, "side": "RIGHT",
+            "severity": "advisory", "confidence": "medium",
+            "title": format!("step_{i} can fail"), "body": "Handle its error."}),
+        );
+    }
+    let response = serde_json::json!({ "findings": findings }).to_string();
+    (diff, response)
+}
+
+/// `verify/N_findings`: a round of two scripted lenses answering at once, one raising N findings
+/// alone, the other checking them (`review::verify`, one call), against the same round with
+/// `[verify] mode = "off"`. The time reported is what verification adds beyond the verifier's
+/// own `latency_ms`: (wall − slowest review lens − verifier) with it, minus (wall − slowest
+/// review lens) without it.
+fn verify_benches(c: &mut Criterion) {
+    use reviewbot::config::{ReviewConfig, VerifyMode};
+    use reviewbot::context::Context;
+    use reviewbot::lens::Role;
+    use reviewbot::review::pipeline;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lenses/verifier.sh");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let config = ReviewConfig::default();
+    let mut g = c.benchmark_group("verify");
+    g.sample_size(10);
+    g.sampling_mode(SamplingMode::Flat);
+    g.measurement_time(Duration::from_secs(4));
+    for n in [1usize, 20] {
+        let (text, response) = many_findings(n);
+        let answer = dir.path().join(format!("findings-{n}.json"));
+        std::fs::write(&answer, response).expect("write findings");
+        let diff = Diff::parse(text).expect("bench diff parses");
+        let mut author = command_lens("author", &script);
+        author.args = vec!["confirmed".into(), answer.display().to_string()];
+        let mut checker = command_lens("checker", &script);
+        checker.args = vec!["refuted".into()];
+        let lenses = [author, checker];
+        // (extra ms, verifier ms, calls) of every timed run, for the breakdown printed below.
+        let seen: RefCell<Vec<(f64, f64, usize)>> = RefCell::new(Vec::new());
+        let round = |mode: VerifyMode| {
+            let mut panel = Panel::from_env(SubscriptionSlots::new(2), false, []);
+            panel.verify.mode = mode;
+            let t = Instant::now();
+            let report = rt.block_on(pipeline::review(
+                diff.clone(),
+                None,
+                &lenses,
+                &config,
+                Context::default(),
+                &panel,
+                &NoProgress,
+            ));
+            let wall = t.elapsed().as_secs_f64() * 1e3;
+            let slowest = report
+                .lenses
+                .iter()
+                .map(|p| p.latency_ms)
+                .max()
+                .unwrap_or(0) as f64;
+            let verify: Vec<_> = report
+                .runs()
+                .into_iter()
+                .filter(|p| p.role == Role::Verify)
+                .collect();
+            let verifier = verify.iter().map(|p| p.latency_ms as f64).sum::<f64>();
+            (
+                wall - slowest - verifier,
+                verifier,
+                verify.len(),
+                report.findings.len(),
+            )
+        };
+        g.bench_function(format!("{n}_findings"), |b| {
+            b.iter_custom(|iters| {
+                let mut extra = Duration::ZERO;
+                for _ in 0..iters {
+                    let (off, _, _, kept) = round(VerifyMode::Off);
+                    assert_eq!(kept, n, "without verification every finding stays");
+                    let (on, verifier, calls, kept) = round(VerifyMode::Single);
+                    assert_eq!(kept, 0, "the checker refutes every finding");
+                    let added = (on - off).max(0.0);
+                    seen.borrow_mut().push((on - off, verifier, calls));
+                    extra += Duration::from_secs_f64(added / 1e3);
+                }
+                extra
+            })
+        });
+        let seen = seen.into_inner();
+        if !seen.is_empty() {
+            let mut extra: Vec<f64> = seen.iter().map(|s| s.0).collect();
+            let mut verifier: Vec<f64> = seen.iter().map(|s| s.1).collect();
+            let calls: Vec<usize> = seen.iter().map(|s| s.2).collect();
+            let max_extra = extra.iter().copied().fold(f64::MIN, f64::max);
+            eprintln!(
+                "verify/{n}_findings over {} runs: verifier calls {:?}, median verifier latency_ms \
+                 {:.1} ms, median added beyond it {:.2} ms (max {max_extra:.2} ms)",
+                seen.len(),
+                calls.iter().min().zip(calls.iter().max()),
+                median(&mut verifier),
+                median(&mut extra),
             );
         }
     }
@@ -376,6 +501,7 @@ criterion_group!(
     lossy_benches,
     plan_benches,
     panel_benches,
+    verify_benches,
     secret_benches,
     intake_benches
 );

@@ -18,6 +18,9 @@
 //! Usage:
 //! - `round_tokens [--dump DIR] REPO BASE C1 [C2 ...]`: the table; `--dump` also writes each
 //!   call's message and schema to `DIR/round<k>/`.
+//! - `round_tokens --verify REPO BASE C1 [C2 ...]`: each round's review tokens against a
+//!   cross-examination's (`review::verify`) of 1, 3, 5 and at most `[verify] max_findings`
+//!   findings, one in each of the round's largest files, and the ratios.
 //! - `round_tokens --count DIR ...`: the exact count of every `.txt` file under each DIR
 //!   (recorded prompts: one file a message or schema), one line a DIR.
 //! - `round_tokens --tiktoken-table FILE`: writes the o200k ranks in tiktoken's file format, so
@@ -29,13 +32,18 @@ use std::process::{Command, ExitCode};
 
 use base64::Engine;
 use reviewbot::config::ReviewConfig;
-use reviewbot::diff::{Diff, FileStatus};
+use reviewbot::diff::{Diff, FileStatus, LineKind, Side};
 use reviewbot::github::model::{Comparison, PrFile};
 use reviewbot::ids::HeadSha;
+use reviewbot::ids::LensName;
 use reviewbot::lens::contract::response_schema;
+use reviewbot::lens::contract::{Confidence, RawFinding, Severity};
 use reviewbot::lens::tools::{self, ToolLimits};
+use reviewbot::lens::verdicts::verdicts_schema;
 use reviewbot::plan::{self, PlanOptions};
+use reviewbot::review::finding::Finding;
 use reviewbot::review::scope;
+use reviewbot::review::verify;
 
 fn git(repo: &str, args: &[&str]) -> Result<String, String> {
     let out = Command::new("git")
@@ -205,9 +213,31 @@ fn tokens(d: &Diff, dump: Option<&Path>) -> Result<Count, String> {
     Ok(total)
 }
 
+/// What round `i` (0-based) of the replay reviews: `BASE..heads[0]` first, then the part of
+/// `BASE..heads[i]` that changed since `heads[i - 1]`.
+fn scoped(repo: &str, base: &str, heads: &[String], i: usize) -> Result<Diff, String> {
+    let head = &heads[i];
+    let pr = diff(repo, base, head)?;
+    Ok(match i {
+        0 => pr,
+        _ => {
+            let last = git(repo, &["rev-parse", &heads[i - 1]])?;
+            let last = HeadSha::parse(last.trim()).ok_or("not a commit SHA")?;
+            let since = diff(repo, &heads[i - 1], head)?;
+            let cmp = Comparison {
+                status: "ahead".into(),
+                files: pr_files(&since),
+            };
+            scope::interdiff(&pr, Ok::<_, ()>(&cmp), &last, i as u32).0
+        }
+    })
+}
+
+const USAGE: &str = "usage: round_tokens [--dump DIR | --verify] REPO BASE C1 [C2 ...]";
+
 fn rounds(args: &[String], dump: Option<&Path>) -> Result<(), String> {
     let [repo, base, heads @ ..] = args else {
-        return Err("usage: round_tokens [--dump DIR] REPO BASE C1 [C2 ...]".into());
+        return Err(USAGE.into());
     };
     if heads.is_empty() {
         return Err("name at least one head".into());
@@ -215,20 +245,7 @@ fn rounds(args: &[String], dump: Option<&Path>) -> Result<(), String> {
     println!("round\thead\tfiles\tcalls\testimate\texact\tfixed\tchanged\tcontext\tnumbers");
     let mut all = Count::default();
     for (i, head) in heads.iter().enumerate() {
-        let pr = diff(repo, base, head)?;
-        let scoped = match i {
-            0 => pr.clone(),
-            _ => {
-                let last = git(repo, &["rev-parse", &heads[i - 1]])?;
-                let last = HeadSha::parse(last.trim()).ok_or("not a commit SHA")?;
-                let since = diff(repo, &heads[i - 1], head)?;
-                let cmp = Comparison {
-                    status: "ahead".into(),
-                    files: pr_files(&since),
-                };
-                scope::interdiff(&pr, Ok::<_, ()>(&cmp), &last, i as u32).0
-            }
-        };
+        let scoped = scoped(repo, base, heads, i)?;
         let dir = dump.map(|d| d.join(format!("round{}", i + 1)));
         if let Some(dir) = &dir {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -316,8 +333,97 @@ fn tiktoken_table(path: &str) -> Result<(), String> {
     std::fs::write(path, out).map_err(|e| format!("{path}: {e}"))
 }
 
+/// The findings a cross-examination checks in `d`, `k` of them: one on the first added line of
+/// each of the `k` largest files (the most diff a verifier is shown for `k` findings).
+fn findings_on_largest(d: &Diff, k: usize) -> Vec<Finding> {
+    let mut files: Vec<_> = d
+        .files()
+        .iter()
+        .filter_map(|f| {
+            let line = d
+                .file_lines(f)
+                .find(|l| l.kind == LineKind::Added)
+                .and_then(|l| l.new)?;
+            Some((d.file_text(f).len(), f.path().to_owned(), line))
+        })
+        .collect();
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
+    files
+        .into_iter()
+        .take(k)
+        .map(|(_, path, line)| {
+            let raw = RawFinding {
+                path,
+                line,
+                start_line: None,
+                side: Side::Right,
+                severity: Severity::Advisory,
+                confidence: Confidence::Medium,
+                title: "The new error path leaves the cache stale".into(),
+                body: "When the write fails, the entry cached above is never evicted, so later \
+                       reads serve the old value. Evict it on the error path too."
+                    .into(),
+                quote: None,
+                suggestion: None,
+            };
+            Finding::locate(raw, &LensName::new("claude"), d)
+        })
+        .collect()
+}
+
+/// Each round's review tokens (all its calls) against a cross-examination of 1, 3, 5 and up to
+/// `max_findings` findings, each in another of the round's largest files; as the `openai` lens
+/// sends both (message and schema, the diff alone).
+fn verify_ratio(args: &[String]) -> Result<(), String> {
+    let [repo, base, heads @ ..] = args else {
+        return Err(USAGE.into());
+    };
+    let most = reviewbot::config::VerifyConfig::default().max_findings;
+    let schema = verdicts_schema().to_string();
+    println!("round\tfiles\treview\tverify(1)\tverify(3)\tverify(5)\tverify({most})\tratios");
+    let ks = [1, 3, 5, most];
+    let (mut all_review, mut all_verify) = (0, [0usize; 4]);
+    for i in 0..heads.len() {
+        let d = scoped(repo, base, heads, i)?;
+        let review = tokens(&d, None)?.exact;
+        all_review += review;
+        let mut cells = Vec::new();
+        let mut ratios = Vec::new();
+        for (j, k) in ks.into_iter().enumerate() {
+            let found = findings_on_largest(&d, k);
+            let asked: Vec<&Finding> = found.iter().collect();
+            let (prompt, _) = verify::prompt(&asked, &d);
+            let message = reviewbot::lens::contract::schema_given(
+                &reviewbot::lens::contract::with_repository(&prompt, false),
+            );
+            let n = exact(&message) + exact(&schema);
+            all_verify[j] += n;
+            cells.push(format!("{n} ({})", found.len()));
+            ratios.push(format!("{:.2}", n as f64 / review.max(1) as f64));
+        }
+        println!(
+            "{}\t{}\t{review}\t{}\t{}",
+            i + 1,
+            d.files().len(),
+            cells.join("\t"),
+            ratios.join(" / ")
+        );
+    }
+    let ratios: Vec<String> = all_verify
+        .iter()
+        .map(|v| format!("{:.2}", *v as f64 / all_review.max(1) as f64))
+        .collect();
+    println!(
+        "all\t\t{all_review}\t{}\t{}",
+        all_verify.map(|v| v.to_string()).join("\t"),
+        ratios.join(" / ")
+    );
+    Ok(())
+}
+
 fn run(args: &[String]) -> Result<(), String> {
     match args {
+        [flag, rest @ ..] if flag == "--verify" => verify_ratio(rest),
         [flag, dirs @ ..] if flag == "--count" => count(dirs),
         [flag, path] if flag == "--tiktoken-table" => tiktoken_table(path),
         [flag, dir, rest @ ..] if flag == "--dump" => rounds(rest, Some(Path::new(dir))),

@@ -474,6 +474,7 @@ fn review(args: ReviewArgs, secrets: &KnownSecrets) -> Result<ExitCode, CliError
     );
     panel.max_tool_calls = config.context.max_tool_calls;
     panel.max_call_tokens = config.context.max_call_tokens;
+    panel.verify = config.verify;
     if let Some(dir) = &args.common.evidence {
         let evidence = Evidence::create(dir).map_err(|e| {
             CliError::Usage(format!(

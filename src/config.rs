@@ -27,6 +27,8 @@ pub struct Config {
     pub serve: ServeConfig,
     #[serde(default)]
     pub context: ContextConfig,
+    #[serde(default)]
+    pub verify: VerifyConfig,
 }
 
 /// One `[[lens]]` table.
@@ -257,6 +259,37 @@ impl Default for ContextConfig {
 
 /// A size in bytes: a plain integer, or a number with `B`, `KB`/`MB`/`GB` (powers of 1000) or
 /// `KiB`/`MiB`/`GiB` (powers of 1024). `None` when it is none of these or does not fit.
+/// Which findings cross-examination checks (`[verify] mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerifyMode {
+    /// Findings only one model lens raised.
+    #[default]
+    Single,
+    /// Every finding a model lens raised.
+    All,
+    /// None.
+    Off,
+}
+
+/// The `[verify]` table: a lens of another vendor checks findings before a round is settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct VerifyConfig {
+    pub mode: VerifyMode,
+    /// The most findings checked a round, most severe first.
+    pub max_findings: usize,
+}
+
+impl Default for VerifyConfig {
+    fn default() -> Self {
+        Self {
+            mode: VerifyMode::Single,
+            max_findings: 20,
+        }
+    }
+}
+
 pub fn parse_size(text: &str) -> Option<u64> {
     let text = text.trim();
     let split = text
@@ -473,6 +506,12 @@ impl Config {
         }
         if self.context.max_tool_calls == 0 {
             return Err(("max_tool_calls".into(), "must be at least 1".into()));
+        }
+        if self.verify.max_findings == 0 {
+            return Err((
+                "max_findings".into(),
+                "must be at least 1; `mode = \"off\"` checks none".into(),
+            ));
         }
         if self.limits.subscription_concurrency == 0 {
             return Err((

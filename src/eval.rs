@@ -20,7 +20,7 @@ use crate::diff::Diff;
 use crate::lens::LensSpec;
 use crate::review::finding::Finding;
 use crate::review::panel::{NoProgress, Panel};
-use crate::review::pipeline::{self, Reviewed};
+use crate::review::pipeline::{self, ReviewAt, Reviewed};
 
 /// How many lines away from an expected problem a finding's lines may lie and still match.
 pub const WINDOW: u32 = 5;
@@ -299,9 +299,14 @@ async fn one(case: Case, lenses: &[LensSpec], config: &ReviewConfig, panel: &Pan
         .and_then(|dir| Snapshot::checkout(dir).ok())
         .map_or_else(Context::default, |s| s.context());
     let started = Instant::now();
+    let earlier = std::collections::BTreeSet::new();
+    let at = ReviewAt {
+        anchors: None,
+        earlier: &earlier,
+    };
     let Reviewed { report, located } = pipeline::review_with(
         case.diff,
-        None,
+        at,
         None,
         lenses,
         config,

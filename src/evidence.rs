@@ -19,6 +19,9 @@ pub enum Record<'a> {
     /// One call to one lens.
     Exchange {
         lens: &'a str,
+        /// `verify` for a cross-examination's call; absent for a review's.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        role: Option<&'a str>,
         /// 1-based call number, and how many calls the lens made (a split review makes several).
         call: usize,
         calls: usize,
@@ -48,6 +51,14 @@ pub enum Record<'a> {
         line: u32,
         title: &'a str,
         quote: &'a str,
+    },
+    /// A cross-examination's verdict on a finding (`refuted`: withdrawn, never posted).
+    Verdict {
+        fingerprint: &'a str,
+        title: &'a str,
+        verifier: &'a str,
+        verdict: &'a str,
+        evidence: &'a str,
     },
     /// A finding found again but not posted: already posted on unchanged code, or disputed.
     Suppressed {
@@ -157,6 +168,7 @@ mod tests {
         let token = format!("ghp_{}", "Zq7Xk2Lm9Pw4".repeat(3));
         ev.record(&Record::Exchange {
             lens: "claude",
+            role: None,
             call: 1,
             calls: 1,
             backend: "claude-cli",

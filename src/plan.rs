@@ -13,7 +13,7 @@ use std::fmt::Write;
 use globset::{Glob, GlobMatcher};
 
 use crate::config::PathRule;
-use crate::diff::{Diff, DiffLine, FileDiff, FileStatus, Hunk, LineKind};
+use crate::diff::{Diff, DiffLine, FileDiff, FileStatus, Hunk, LineKind, Side};
 use crate::learning::Learning;
 use crate::lens::PrInfo;
 use crate::redact::redact;
@@ -340,6 +340,101 @@ fn header(pr: Option<&PrInfo>) -> String {
         untrusted(&mut out, "pull request description", &sanitize(&pr.body));
     }
     out
+}
+
+/// A place a finding names: its file, side and lines.
+#[derive(Debug, Clone, Copy)]
+pub struct Spot<'a> {
+    pub path: &'a str,
+    pub side: Side,
+    pub lines: (u32, u32),
+}
+
+/// Lines of the diff shown on each side of a finding's lines in a cross-examination's prompt:
+/// the verifier reads the rest of the file itself.
+pub const SPOT_CONTEXT_LINES: u32 = 5;
+
+/// The prompt of a cross-examination: its instructions, the findings to check as one JSON
+/// array (`findings_json`, lens-written text, so untrusted), the numbered diff around each
+/// finding's lines (`spots`, on `diff`) and the verdicts' schema. The PR's title and
+/// description are left out, and so is the rest of each file: the verifier judges the code,
+/// reads what else it needs, and the call stays small beside the review it checks.
+pub fn verify_prompt(diff: &Diff, spots: &[Spot<'_>], findings_json: &str) -> String {
+    let mut out = String::with_capacity(findings_json.len() + 8192);
+    out.push_str(crate::lens::verdicts::INSTRUCTIONS);
+    out.push_str("\n\n");
+    untrusted(&mut out, "findings", findings_json);
+    out.push_str("<untrusted label=\"diff\">\n");
+    for file in diff.files() {
+        let here: Vec<&Spot<'_>> = spots.iter().filter(|s| s.path == file.path()).collect();
+        if !here.is_empty() {
+            numbered_around(&mut out, diff, file, &here);
+        }
+    }
+    out.push_str("</untrusted>\n\n");
+    out.push_str(&crate::lens::contract::AnswerKind::Verify.footer());
+    out
+}
+
+/// The lines of `file`'s hunks within [`SPOT_CONTEXT_LINES`] of a spot, numbered as
+/// [`numbered_file`] numbers them, under their hunks' headers; `(…)` marks lines left out.
+fn numbered_around(out: &mut String, diff: &Diff, file: &FileDiff, spots: &[&Spot<'_>]) {
+    let _ = writeln!(out, "=== {}", fence(&sanitize_line(file.path())));
+    let near = |line: &DiffLine<'_>| {
+        spots.iter().any(|s| {
+            let n = match s.side {
+                Side::Right => line.new,
+                Side::Left => line.old,
+            };
+            n.is_some_and(|n| {
+                n + SPOT_CONTEXT_LINES >= s.lines.0 && n <= s.lines.1 + SPOT_CONTEXT_LINES
+            })
+        })
+    };
+    for hunk in &file.hunks {
+        let lines: Vec<DiffLine<'_>> = diff.hunk_lines(hunk).collect();
+        let mut keep: Vec<bool> = lines.iter().map(near).collect();
+        // A removed line has no number on the new side: it goes with the lines around it.
+        for i in 0..lines.len() {
+            if lines[i].kind == LineKind::Removed && !keep[i] {
+                let before = lines[..i].iter().rposition(|l| l.kind != LineKind::Removed);
+                let after = lines[i..].iter().position(|l| l.kind != LineKind::Removed);
+                keep[i] = before.is_some_and(|b| keep[b]) || after.is_some_and(|a| keep[i + a]);
+            }
+        }
+        if !keep.contains(&true) {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "@@ -{},{} +{},{} @@",
+            hunk.old_start, hunk.old_count, hunk.new_start, hunk.new_count
+        );
+        let mut gap = false;
+        for (line, kept) in lines.iter().zip(&keep) {
+            if !kept {
+                gap = true;
+                continue;
+            }
+            if std::mem::take(&mut gap) {
+                out.push_str("(…)\n");
+            }
+            let mark = match line.kind {
+                LineKind::Added => '+',
+                LineKind::Removed => '-',
+                LineKind::Context => ' ',
+            };
+            if let Some(n) = cited_number(line) {
+                number(out, n);
+            }
+            out.push(mark);
+            out.push_str(&fence(&redact(line.text)));
+            out.push('\n');
+        }
+        if gap {
+            out.push_str("(…)\n");
+        }
+    }
 }
 
 /// What a lens is asked when a human replied in a finding's thread.
@@ -712,6 +807,42 @@ mod tests {
     use crate::lens::contract::{
         SCHEMA_GIVEN, WITH_REPOSITORY, response_schema, schema_given, with_repository,
     };
+
+    #[test]
+    fn a_verification_shows_the_diff_around_its_findings_only() {
+        let mut text =
+            String::from("diff --git a/a.rs b/a.rs\n--- a/a.rs\n+++ b/a.rs\n@@ -1,30 +1,30 @@\n");
+        for i in 1..=30 {
+            if i == 20 {
+                text.push_str("-old twenty\n+new twenty\n");
+            } else {
+                text.push_str(&format!(" line {i}\n"));
+            }
+        }
+        text.push_str("diff --git a/b.rs b/b.rs\n--- a/b.rs\n+++ b/b.rs\n@@ -1 +1,2 @@\n x\n+y\n");
+        let diff = Diff::parse(text).unwrap();
+        let spot = Spot {
+            path: "a.rs",
+            side: Side::Right,
+            lines: (20, 20),
+        };
+        let prompt = verify_prompt(&diff, &[spot], "[]");
+        let block = &prompt[prompt.find("<untrusted label=\"diff\">").unwrap()..];
+        let shown: Vec<&str> = block.lines().skip(1).take(16).collect();
+        let mut want = vec!["=== a.rs", "@@ -1,30 +1,30 @@", "(…)"];
+        let around: Vec<String> = (15..=25)
+            .flat_map(|i| match i {
+                20 => vec!["20-old twenty".to_owned(), "20+new twenty".to_owned()],
+                _ => vec![format!("{i} line {i}")],
+            })
+            .collect();
+        want.extend(around.iter().map(String::as_str));
+        want.push("(…)");
+        assert_eq!(shown, want, "{prompt}");
+        // A file no finding is in is not shown.
+        assert!(!prompt.contains("=== b.rs"), "{prompt}");
+        assert!(prompt.ends_with(&crate::lens::contract::AnswerKind::Verify.footer()));
+    }
 
     #[test]
     fn a_deleted_file_is_one_line() {

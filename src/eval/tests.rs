@@ -16,6 +16,7 @@ fn finding(path: &str, start: Option<u32>, line: u32) -> Finding {
         in_diff: true,
         fingerprint: format!("{path}:{line}"),
         suggestion: None,
+        verified: None,
     }
 }
 

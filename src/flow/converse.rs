@@ -205,6 +205,7 @@ async fn ask(
         diff: Arc::new(file),
         pr: Some(pr),
         checkout: at.checkout.clone(),
+        answer: crate::lens::contract::AnswerKind::Review,
     };
     let input = Arc::new(PanelInput::single(request));
     let run = ctx

@@ -33,7 +33,7 @@ pub(super) async fn posted(
             lenses: f.lenses.clone(),
             round,
             severity: f.severity,
-            verified: None,
+            verified: f.verified.as_ref().map(|c| c.verdict.as_str().to_owned()),
         })
         .collect();
     if let Err(e) = store.record_posted(&findings).await {

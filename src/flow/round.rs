@@ -4,6 +4,7 @@
 //! flow in `mod.rs` calls them in order; every GitHub read is `gather`'s, every write `post`'s,
 //! `check`'s or `converse`'s.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::{FlowCtx, FlowError, FlowOutcome, check, converse, gather, outcomes, post, skipped};
@@ -407,9 +408,19 @@ impl<'a, 'c> Run<'a, 'c> {
         }
         context.attributes = Arc::new(gather::attributes(base));
         out.notices.extend(Notice::for_context(&context.report));
+        // What earlier rounds reported is carried over, not cross-examined again.
+        let earlier: BTreeSet<String> = todo
+            .groups
+            .iter()
+            .flat_map(|(_, h)| h.findings.keys().cloned())
+            .collect();
+        let at_round = pipeline::ReviewAt {
+            anchors: Some(diff),
+            earlier: &earlier,
+        };
         let reviewed = pipeline::review_with(
             scoped,
-            Some(diff),
+            at_round,
             Some(self.pr_info()),
             &run_lenses,
             &out.review,
@@ -484,6 +495,12 @@ impl<'a, 'c> Run<'a, 'c> {
                 lenses: provenance,
                 not_reviewed: not_reviewed.clone(),
                 scope: prepared.scope.clone(),
+                // Per lens: the verdicts on its own findings, the calls it made as a verifier.
+                verification: reviewed
+                    .report
+                    .verification
+                    .as_ref()
+                    .map(|v| v.for_lens(lens.as_ref())),
                 ..reviewed.report.clone()
             };
             if req.post && !report.all_lenses_failed() {

@@ -13,7 +13,7 @@ use super::preflight::{Check, PreflightEnv};
 use super::process::{self, DEFAULT_MAX_OUTPUT, ProcessError, ProcessOutput, ProcessSpec};
 use super::{Answer, AuthClass, BackendKind, Failure, LensRequest, LensSpec, Vendor};
 use crate::credentials::SecretVar;
-use crate::lens::contract::{schema_given, with_repository};
+use crate::lens::contract::{AnswerKind, schema_given, with_repository};
 
 /// One agent CLI.
 pub(crate) trait AgentCli: 'static {
@@ -39,13 +39,14 @@ pub(crate) trait AgentCli: 'static {
     /// What is checked before the child starts, the argv after the program name and the
     /// working directory. Files the run needs (a schema) go into `scratch`, a fresh directory
     /// removed after the run; `snapshot` is the repository to read, when the round has one;
-    /// `max_turns` caps the model's requests.
+    /// `max_turns` caps the model's requests; `answer` is the answer asked for (its schema).
     fn prepare<'a>(
         spec: &'a LensSpec,
         env: &'a CliEnv,
         scratch: &'a Path,
         snapshot: Option<&'a Path>,
         max_turns: u32,
+        answer: AnswerKind,
     ) -> Pending<'a, Result<Prepared, Failure>>;
 
     /// More to say about a run that did not reach its end, from what it printed so far.
@@ -164,7 +165,7 @@ pub(crate) async fn run<C: AgentCli>(
     let snapshot = req.checkout.as_deref();
     // Tool rounds plus the one that answers.
     let max_turns = max_tool_calls.saturating_add(1);
-    let prepared = C::prepare(spec, env, scratch.path(), snapshot, max_turns).await?;
+    let prepared = C::prepare(spec, env, scratch.path(), snapshot, max_turns, req.answer).await?;
     let mut child = ProcessSpec::new(bin_of(spec, C::DEFAULT_BIN), &prepared.cwd, spec.timeout);
     child.args = prepared.args;
     child.env = child_env::<C>(env);

@@ -21,7 +21,7 @@ use super::api_call::{self, CallError, DEFAULT_MAX_OUTPUT_TOKENS};
 use super::keys::{EnvVars, Sources};
 use super::tools::{ToolDef, ToolResult};
 use super::{Answer, BackendKind, Failure, LensSpec, Usage, Vendor};
-use crate::lens::contract::{LensResponse, response_schema};
+use crate::lens::contract::LensResponse;
 
 /// Used when `ANTHROPIC_BASE_URL` is unset; like the SDKs, without `/v1`.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -119,7 +119,7 @@ impl ApiVendor for Anthropic {
         spec: &LensSpec,
         model: &str,
         messages: &[Value],
-        structured: bool,
+        structured: Option<&Value>,
         tools: Option<&[Value]>,
     ) -> Result<Vec<u8>, Failure> {
         api::encode(&MessagesRequest {
@@ -128,10 +128,10 @@ impl ApiVendor for Anthropic {
             messages,
             tools,
             temperature: spec.temperature,
-            output_config: structured.then(|| OutputConfig {
+            output_config: structured.map(|schema| OutputConfig {
                 format: OutputFormat {
                     kind: "json_schema",
-                    schema: response_schema(),
+                    schema: schema.clone(),
                 },
             }),
         })
@@ -301,6 +301,7 @@ mod tests {
 
     use super::*;
     use crate::lens::api::run_with_policy;
+    use crate::lens::contract::response_schema;
     use crate::lens::keys::ApiEnv;
     use crate::lens::{BackendKind, FailureKind, LensRequest};
     use crate::testing::api_server::{FakeServer, Reply, fast_policy};

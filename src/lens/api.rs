@@ -43,13 +43,13 @@ pub(crate) trait ApiVendor: 'static {
     fn headers(key: &str, from: &Sources) -> Result<HeaderMap, Failure>;
 
     /// The request body asking `model` to continue `messages` (the first is the prompt); with
-    /// `structured`, the answer is asked for as the lens-response JSON Schema; `tools` are the
+    /// `structured`, the answer is asked for in that JSON Schema; `tools` are the
     /// repository tools in the vendor's own shape, when the lens may use them.
     fn body(
         spec: &LensSpec,
         model: &str,
         messages: &[Value],
-        structured: bool,
+        structured: Option<&Value>,
         tools: Option<&[Value]>,
     ) -> Result<Vec<u8>, Failure>;
 
@@ -236,6 +236,7 @@ pub(crate) async fn call_with<V: ApiVendor>(
         .unwrap_or_default();
     let mut notice = None;
     let mut structured = true;
+    let schema = req.answer.schema();
     let mut usage: Option<Usage> = None;
     // The prompt says whether the lens reads the repository; a server that refuses tools gets
     // the other paragraph.
@@ -260,7 +261,7 @@ pub(crate) async fn call_with<V: ApiVendor>(
         turns += 1;
         let offer = session.is_some() && turns <= max_turns && !tokens_spent;
         let tools = offer.then_some(defs.as_slice());
-        let bytes = V::body(spec, model, &messages, structured, tools)?;
+        let bytes = V::body(spec, model, &messages, structured.then_some(&schema), tools)?;
         let sent = match session.is_some() {
             true => tokio::time::timeout_at(deadline, post(bytes))
                 .await

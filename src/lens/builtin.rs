@@ -149,7 +149,7 @@ pub fn review_with(diff: &Diff, keywords: Option<&SecretKeywords>) -> LensRespon
     let findings = crate::par::map_shares(&files, |f| diff.file_bytes(f.1).len(), review_some);
     LensResponse {
         findings,
-        summary: None,
+        ..LensResponse::default()
     }
 }
 

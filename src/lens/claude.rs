@@ -108,6 +108,7 @@ impl AgentCli for ClaudeCli {
         scratch: &'a Path,
         snapshot: Option<&'a Path>,
         max_turns: u32,
+        _answer: crate::lens::contract::AnswerKind,
     ) -> Pending<'a, Result<Prepared, Failure>> {
         let model = spec.model.as_deref();
         let prepared = match snapshot {

@@ -25,7 +25,7 @@ use super::process::{
 };
 use super::{Answer, BackendKind, Failure, FailureKind, LensNotice, LensSpec, Usage};
 use crate::credentials::{Holds, SecretVar, var};
-use crate::lens::contract::{LensResponse, response_schema};
+use crate::lens::contract::LensResponse;
 
 /// The binary looked up on the child's `PATH` when the lens names none.
 pub const DEFAULT_BIN: &str = "codex";
@@ -181,6 +181,7 @@ impl AgentCli for CodexCli {
         scratch: &'a Path,
         snapshot: Option<&'a Path>,
         _max_turns: u32,
+        answer: crate::lens::contract::AnswerKind,
     ) -> Pending<'a, Result<Prepared, Failure>> {
         Box::pin(async move {
             // The real CLI refuses a missing CODEX_HOME; say so plainly rather than relay its
@@ -194,7 +195,7 @@ impl AgentCli for CodexCli {
                 )));
             }
             let schema = scratch.join(SCHEMA_FILE);
-            let schema_json = serde_json::to_vec_pretty(&response_schema())
+            let schema_json = serde_json::to_vec_pretty(&answer.schema())
                 .map_err(|e| Failure::fatal(format!("codex: could not encode the schema: {e}")))?;
             std::fs::write(&schema, schema_json).map_err(|e| {
                 Failure::fatal(format!("codex: could not write the schema file: {e}"))
@@ -543,6 +544,7 @@ mod tests {
     use super::*;
     use crate::lens::LensRequest;
     use crate::lens::agent_cli;
+    use crate::lens::contract::response_schema;
     use crate::lens::process::DEFAULT_MAX_OUTPUT;
 
     async fn run(spec: &LensSpec, req: &LensRequest, env: &CliEnv) -> Result<Answer, Failure> {

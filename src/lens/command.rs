@@ -16,8 +16,8 @@ use super::process::{
     child_text, describe_status, excerpt_note, failure_of, stderr_note,
 };
 use super::{Answer, AuthClass, Failure, LensRequest, LensSpec, PrInfo, Vendor};
+use crate::lens::contract::LensResponse;
 use crate::lens::contract::with_repository;
-use crate::lens::contract::{LensResponse, response_schema};
 
 /// Variables every command lens gets when they are set: enough to find programs, a home, a
 /// locale and a temp directory. `LC_*` variables are passed too.
@@ -33,6 +33,8 @@ struct CommandRequest<'a> {
     schema: serde_json::Value,
     /// The round's read-only snapshot, also the child's working directory; null without one.
     checkout: Option<&'a Path>,
+    /// What is asked: `review` (findings) or `verify` (verdicts on another lens's findings).
+    answer: crate::lens::contract::AnswerKind,
 }
 
 /// The `command` backend.
@@ -133,8 +135,9 @@ fn request_json(spec: &LensSpec, req: &LensRequest) -> Result<Vec<u8>, Failure> 
         prompt: &prompt,
         diff: req.diff.text(),
         pr: req.pr.as_ref(),
-        schema: response_schema(),
+        schema: req.answer.schema(),
         checkout: req.checkout.as_deref(),
+        answer: req.answer,
     };
     serde_json::to_vec(&doc)
         .map_err(|e| Failure::fatal(format!("could not encode the request: {e}")))
@@ -204,6 +207,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
+    use crate::lens::contract::response_schema;
 
     async fn run(spec: &LensSpec, req: &LensRequest) -> Result<Answer, Failure> {
         run_capped(spec, req, DEFAULT_MAX_OUTPUT).await
@@ -240,6 +244,7 @@ mod tests {
                     .expect("sha"),
             }),
             checkout: None,
+            answer: crate::lens::contract::AnswerKind::Review,
         }
     }
 
@@ -427,9 +432,12 @@ mod tests {
         sorted.sort();
         assert_eq!(
             sorted,
-            ["checkout", "diff", "lens", "pr", "prompt", "schema"]
+            [
+                "answer", "checkout", "diff", "lens", "pr", "prompt", "schema"
+            ]
         );
         assert_eq!(doc["lens"], "stdin");
+        assert_eq!(doc["answer"], "review");
         assert!(doc["checkout"].is_null());
         let prompt = doc["prompt"].as_str().expect("prompt");
         assert!(prompt.starts_with("Review this change."), "{prompt}");
@@ -449,6 +457,15 @@ mod tests {
         let doc: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&copy).expect("copy")).expect("json");
         assert!(doc["pr"].is_null());
+
+        // Asked to cross-examine: the verdicts' schema, and `answer` says so.
+        req.answer = crate::lens::contract::AnswerKind::Verify;
+        // The backend reads either answer; the panel holds it to the kind asked.
+        run(&spec, &req).await.expect("ok");
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&copy).expect("copy")).expect("json");
+        assert_eq!(doc["answer"], "verify");
+        assert_eq!(doc["schema"], crate::lens::verdicts::verdicts_schema());
     }
 
     #[tokio::test]

@@ -73,12 +73,64 @@ pub struct RawFinding {
     pub suggestion: Option<String>,
 }
 
-/// A lens's whole answer.
+/// A lens's whole answer: findings when it reviewed, verdicts when it cross-examined another
+/// lens's findings ([`AnswerKind`] says which was asked; the parser reads either).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LensResponse {
+    #[serde(default)]
     pub findings: Vec<RawFinding>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
+    /// The verdicts of a cross-examination (`None` in a review's answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdicts: Option<Vec<crate::lens::verdicts::Verdict>>,
+}
+
+/// Which answer a request asks for: a review's findings, or verdicts on findings
+/// (cross-examination). It picks the JSON Schema a backend hands the model and the prompt's
+/// footer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AnswerKind {
+    #[default]
+    Review,
+    Verify,
+}
+
+impl AnswerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnswerKind::Review => "review",
+            AnswerKind::Verify => "verify",
+        }
+    }
+
+    /// The answer's JSON Schema, in strict form.
+    pub fn schema(self) -> serde_json::Value {
+        match self {
+            AnswerKind::Review => response_schema(),
+            AnswerKind::Verify => crate::lens::verdicts::verdicts_schema(),
+        }
+    }
+
+    /// The prompt's last paragraph: this answer's schema, spelled out.
+    pub fn footer(self) -> String {
+        schema_footer(&self.schema())
+    }
+
+    /// Whether a parsed answer is the kind asked for: a review answered with verdicts, or a
+    /// cross-examination answered with findings, is an unreadable answer, never "nothing found".
+    pub fn check(self, response: &LensResponse) -> Result<(), ResponseError> {
+        match (self, response.verdicts.is_some()) {
+            (AnswerKind::Review, true) => Err(ResponseError::Invalid(
+                "verdicts where findings were asked for".into(),
+            )),
+            (AnswerKind::Verify, false) => Err(ResponseError::Invalid(
+                "findings where verdicts were asked for".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Why a lens's output could not be read as a lens response.
@@ -159,15 +211,25 @@ pub fn with_repository(prompt: &str, reads_repository: bool) -> String {
 pub(crate) const SCHEMA_GIVEN: &str = "Answer with exactly one JSON object in the response format you were given, and nothing else.\n";
 
 /// `prompt` for a backend that gives the model the response schema itself: the footer that
-/// spells the schema out is replaced by one line (a prompt without it is returned as it is).
+/// spells the schema out (a review's or a cross-examination's) is replaced by one line (a
+/// prompt without it is returned as it is).
 pub fn schema_given(prompt: &str) -> String {
-    prompt.replacen(&footer(), SCHEMA_GIVEN, 1)
+    for kind in [AnswerKind::Review, AnswerKind::Verify] {
+        let footer = kind.footer();
+        if prompt.contains(&footer) {
+            return prompt.replacen(&footer, SCHEMA_GIVEN, 1);
+        }
+    }
+    prompt.to_owned()
 }
 
-/// The prompt's last paragraph: the answer's JSON Schema, spelled out.
+/// The prompt's last paragraph: the lens response's JSON Schema, spelled out.
 pub fn footer() -> String {
+    AnswerKind::Review.footer()
+}
+
+fn schema_footer(schema: &serde_json::Value) -> String {
     format!(
-        "Answer with exactly one JSON object that follows this JSON Schema, and nothing else:\n{}\n",
-        response_schema()
+        "Answer with exactly one JSON object that follows this JSON Schema, and nothing else:\n{schema}\n"
     )
 }

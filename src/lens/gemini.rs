@@ -24,7 +24,7 @@ use super::api_call::{self, CallError, DEFAULT_MAX_OUTPUT_TOKENS};
 use super::keys::{EnvVars, Sources};
 use super::tools::{ToolDef, ToolResult};
 use super::{Answer, BackendKind, Failure, LensSpec, Usage, Vendor};
-use crate::lens::contract::{LensResponse, response_schema};
+use crate::lens::contract::LensResponse;
 
 /// Used when `GEMINI_BASE_URL` is unset; without the API version, which the path names.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
@@ -170,7 +170,7 @@ impl ApiVendor for Gemini {
         spec: &LensSpec,
         _model: &str,
         contents: &[Value],
-        structured: bool,
+        structured: Option<&Value>,
         tools: Option<&[Value]>,
     ) -> Result<Vec<u8>, Failure> {
         api::encode(&GenerateRequest {
@@ -183,8 +183,8 @@ impl ApiVendor for Gemini {
             generation_config: GenerationConfig {
                 max_output_tokens: spec.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS),
                 temperature: spec.temperature,
-                response_mime_type: structured.then_some("application/json"),
-                response_json_schema: structured.then(response_schema),
+                response_mime_type: structured.map(|_| "application/json"),
+                response_json_schema: structured.cloned(),
             },
         })
     }

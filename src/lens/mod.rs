@@ -21,6 +21,7 @@ pub(crate) mod preflight;
 pub(crate) mod process;
 pub(crate) mod registry;
 pub mod tools;
+pub mod verdicts;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -204,6 +205,8 @@ pub struct LensRequest {
     /// The round's read-only snapshot of the repository at the reviewed head (or the
     /// `--checkout` directory), when there is one: model lenses read it through tools.
     pub checkout: Option<Arc<Path>>,
+    /// The answer asked for: a review's findings, or verdicts on findings.
+    pub answer: contract::AnswerKind,
 }
 
 /// Token usage of a lens run.
@@ -220,10 +223,35 @@ pub enum LensStatus {
     Failed,
 }
 
+/// What a lens run was for: reviewing the change, or cross-examining findings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    #[default]
+    Review,
+    Verify,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Review => "review",
+            Role::Verify => "verify",
+        }
+    }
+
+    fn is_review(&self) -> bool {
+        *self == Role::Review
+    }
+}
+
 /// Where a lens's answer came from and what it cost: one per lens in the JSON output.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Provenance {
     pub lens: LensName,
+    /// `verify` for a cross-examination's call (left out of the JSON for a review).
+    #[serde(skip_serializing_if = "Role::is_review")]
+    pub role: Role,
     pub requested_backend: BackendKind,
     pub actual_backend: BackendKind,
     pub auth_class: AuthClass,

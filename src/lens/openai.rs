@@ -22,7 +22,7 @@ use super::api_call::{self, CallError, DEFAULT_MAX_OUTPUT_TOKENS};
 use super::keys::{EnvVars, Sources};
 use super::tools::{ToolDef, ToolResult};
 use super::{Answer, BackendKind, Failure, LensSpec, Usage, Vendor};
-use crate::lens::contract::{LensResponse, response_schema};
+use crate::lens::contract::LensResponse;
 
 /// Used when `OPENAI_BASE_URL` is unset; like the SDKs, with `/v1`.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -157,7 +157,7 @@ impl ApiVendor for Openai {
         spec: &LensSpec,
         model: &str,
         messages: &[Value],
-        structured: bool,
+        structured: Option<&Value>,
         tools: Option<&[Value]>,
     ) -> Result<Vec<u8>, Failure> {
         api::encode(&ChatRequest {
@@ -167,11 +167,11 @@ impl ApiVendor for Openai {
             parallel_tool_calls: tools.map(|_| false),
             max_completion_tokens: spec.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS),
             temperature: spec.temperature,
-            response_format: structured.then(|| ResponseFormat {
+            response_format: structured.map(|schema| ResponseFormat {
                 kind: "json_schema",
                 json_schema: JsonSchema {
                     name: SCHEMA_NAME,
-                    schema: response_schema(),
+                    schema: schema.clone(),
                     strict: true,
                 },
             }),
@@ -313,6 +313,7 @@ mod tests {
 
     use super::*;
     use crate::lens::api::run_with_policy;
+    use crate::lens::contract::response_schema;
     use crate::lens::keys::ApiEnv;
     use crate::lens::{BackendKind, FailureKind, LensRequest};
     use crate::testing::api_server::{FakeServer, Reply, fast_policy};

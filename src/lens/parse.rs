@@ -59,7 +59,7 @@ fn single_candidate(text: &str) -> Result<Value, ResponseError> {
             // Prose often quotes a small example; only objects that look like a response count.
             let mut responses: Vec<Value> = candidates
                 .into_iter()
-                .filter(|v| v.get("findings").is_some())
+                .filter(|v| v.get("findings").is_some() || v.get("verdicts").is_some())
                 .collect();
             if responses.len() == 1 {
                 Ok(responses.remove(0))
@@ -147,6 +147,17 @@ fn balanced_end(bytes: &[u8], start: usize) -> Option<usize> {
 
 /// Deserialises a candidate object, forgiving the case of enum values (`"Blocking"`, `"right"`).
 fn from_value(mut value: Value) -> Result<LensResponse, ResponseError> {
+    // Either key makes an answer; neither is no answer, never an empty one.
+    if value.get("findings").is_none() && value.get("verdicts").is_none() {
+        return Err(ResponseError::Invalid("missing field `findings`".into()));
+    }
+    if let Some(verdicts) = value.get_mut("verdicts").and_then(Value::as_array_mut) {
+        for verdict in verdicts {
+            if let Some(Value::String(s)) = verdict.get_mut("verdict") {
+                *s = s.trim().to_ascii_lowercase();
+            }
+        }
+    }
     if let Some(findings) = value.get_mut("findings").and_then(Value::as_array_mut) {
         for finding in findings {
             for (key, upper) in [("severity", false), ("confidence", false), ("side", true)] {

@@ -213,12 +213,14 @@ mod tests {
             in_diff: true,
             fingerprint: "fp".into(),
             suggestion: None,
+            verified: None,
         }
     }
 
     fn lens(name: &str, error: Option<&str>) -> Provenance {
         Provenance {
             lens: LensName::new(name),
+            role: Default::default(),
             requested_backend: BackendKind::Builtin,
             actual_backend: BackendKind::Builtin,
             auth_class: AuthClass::None,

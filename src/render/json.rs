@@ -6,6 +6,7 @@ use crate::context::Source;
 use crate::diff::Side;
 use crate::ids::{HeadSha, LensName};
 use crate::lens::Provenance;
+use crate::lens::verdicts::VerdictKind;
 use crate::render::clean;
 use crate::render::markdown::suggestion_is_clean;
 use crate::repo_rules::RuleFile;
@@ -32,6 +33,18 @@ struct Document<'a> {
     repo_rules: &'a [RuleFile],
     /// What the lenses cost in dollars, where their backends say; null when none did.
     cost_usd: Option<f64>,
+    /// What cross-examination checked; null when `[verify] mode = "off"`.
+    verification: Option<VerificationOut<'a>>,
+}
+
+/// `docs/contract.md` "Cross-examination": the counts and who checked.
+#[derive(Serialize)]
+struct VerificationOut<'a> {
+    checked: usize,
+    confirmed: usize,
+    refuted: usize,
+    unsure: usize,
+    verifier: Vec<&'a LensName>,
 }
 
 /// What the lenses could read beyond the diff (`docs/contract.md` "Repository context").
@@ -59,6 +72,8 @@ struct FindingOut<'a> {
     fingerprint: &'a str,
     /// The committable replacement for its lines, when one is offered.
     suggestion: Option<&'a str>,
+    /// `confirmed` or `unsure` when a verifier checked it; null when none did.
+    verified: Option<VerdictKind>,
 }
 
 /// The JSON document, pretty-printed, with every lens-written string cleaned.
@@ -85,10 +100,11 @@ pub fn render(report: &Report) -> String {
                 in_diff: f.in_diff,
                 fingerprint: &f.fingerprint,
                 suggestion: f.suggestion.as_deref().filter(|s| suggestion_is_clean(s)),
+                verified: f.verified.as_ref().map(|c| c.verdict),
             })
             .collect(),
         lenses: report
-            .lenses
+            .runs()
             .iter()
             .map(|p| Provenance {
                 error: p.error.as_deref().map(clean),
@@ -109,6 +125,13 @@ pub fn render(report: &Report) -> String {
         dropped_unfounded: report.dropped_unfounded,
         repo_rules: &report.repo_rules,
         cost_usd: report.cost_usd(),
+        verification: report.verification.as_ref().map(|v| VerificationOut {
+            checked: v.checked.len(),
+            confirmed: v.count(VerdictKind::Confirmed),
+            refuted: v.count(VerdictKind::Refuted),
+            unsure: v.count(VerdictKind::Unsure),
+            verifier: v.verifiers(),
+        }),
     };
     // Serialising plain data with string keys cannot fail.
     let mut out = serde_json::to_string_pretty(&doc).unwrap_or_default();

@@ -81,6 +81,9 @@ pub fn body(report: &Report, opts: &BodyOptions<'_>) -> String {
             let _ = writeln!(out, "{n} findings are attached to the lines below.\n");
         }
     }
+    if let Some(line) = withdrawn_line(report) {
+        let _ = writeln!(out, "{line}\n");
+    }
     match report.carried_over.len() {
         0 => {}
         1 => out.push_str("1 finding from an earlier round still holds and is not repeated.\n\n"),
@@ -120,7 +123,7 @@ pub fn body(report: &Report, opts: &BodyOptions<'_>) -> String {
     let mut tail = fit_lines(tail, MAX_BODY_CHARS / 4);
     // What the round cost is the last visible line, right above the marker (one short line a
     // lens, so never cut).
-    if let Some(line) = crate::render::cost_line(&report.lenses) {
+    if let Some(line) = crate::render::cost_line(&report.runs()) {
         let _ = writeln!(tail, "{line}");
     }
 
@@ -258,6 +261,43 @@ fn list(out: &mut String, heading: &str, findings: &[&Finding], room: &mut usize
     out.push('\n');
 }
 
+/// `N findings were withdrawn after cross-examination.` when a verifier refuted any.
+pub fn withdrawn_line(report: &Report) -> Option<String> {
+    match report.verification.as_ref().map_or(0, |v| v.withdrawn()) {
+        0 => None,
+        1 => Some("1 finding was withdrawn after cross-examination.".to_owned()),
+        n => Some(format!(
+            "{n} findings were withdrawn after cross-examination."
+        )),
+    }
+}
+
+/// The most characters of a verifier's evidence a line comment carries.
+pub const MAX_EVIDENCE_CHARS: usize = 1_500;
+
+/// What the verifier read, for a finding it confirmed: a collapsed block under the comment.
+fn checked_block(f: &Finding) -> String {
+    let Some(c) = f
+        .verified
+        .as_ref()
+        .filter(|c| c.verdict == crate::lens::verdicts::VerdictKind::Confirmed)
+    else {
+        return String::new();
+    };
+    let evidence = mask(c.evidence.trim());
+    let evidence = crate::chars::cut(&evidence, MAX_EVIDENCE_CHARS, "… (truncated)");
+    // One paragraph: the block's own blank lines would end it.
+    let evidence = evidence.split_whitespace().collect::<Vec<_>>().join(" ");
+    let said = match evidence.is_empty() {
+        true => "confirmed".to_owned(),
+        false => disarm::prose(&evidence),
+    };
+    format!(
+        "<details><summary>Cross-examined</summary>\n\nChecked by {}: {said}\n\n</details>\n",
+        c.by
+    )
+}
+
 /// A line comment: severity, title and body, confidence and lenses, and its hidden marker.
 /// The title is one line of at most [`MAX_TITLE_CHARS`], the body at most
 /// [`MAX_COMMENT_BODY_CHARS`] (then "(truncated)"). Title and body share a paragraph, so they
@@ -270,12 +310,13 @@ pub fn comment(f: &Finding) -> String {
         cut_body(&mask(f.body.trim()), MAX_COMMENT_BODY_CHARS)
     );
     format!(
-        "**{}.** {}\n\n{}({} confidence · {})\n{}",
+        "**{}.** {}\n\n{}({} confidence · {})\n{}{}",
         severity_word(f.severity),
         disarm::prose(&text),
         suggestion_block(f),
         f.confidence.as_str(),
         lenses.join(", "),
+        checked_block(f),
         markers::finding(&f.fingerprint)
     )
 }

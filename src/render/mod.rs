@@ -151,7 +151,11 @@ pub fn cost_line(lenses: &[Provenance]) -> Option<String> {
                 (None, Some(c)) => c,
                 (None, None) => return None,
             };
-            Some(format!("{} {said}", l.lens))
+            // A verifier's call is named apart from the same lens's review.
+            match l.role {
+                crate::lens::Role::Verify => Some(format!("{} (verify) {said}", l.lens)),
+                crate::lens::Role::Review => Some(format!("{} {said}", l.lens)),
+            }
         })
         .collect();
     (!parts.is_empty()).then(|| format!("Cost: {}.", parts.join("; ")))
@@ -264,6 +268,7 @@ mod tests {
         use crate::lens::{AuthClass, BackendKind, Usage};
         Provenance {
             lens: crate::ids::LensName::new(lens),
+            role: Default::default(),
             requested_backend: BackendKind::ClaudeCli,
             actual_backend: BackendKind::ClaudeCli,
             auth_class: AuthClass::Subscription,

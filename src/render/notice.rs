@@ -402,6 +402,36 @@ impl fmt::Display for crate::review::notice::BillingFallback<'_> {
     }
 }
 
+/// What cross-examination says when it could not check every finding it meant to.
+impl fmt::Display for crate::review::verify::VerifyNotice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::review::verify::VerifyNotice;
+        let findings = |n: usize| match n {
+            1 => "1 finding".to_owned(),
+            n => format!("{n} findings"),
+        };
+        match self {
+            VerifyNotice::NoVerifier { unchecked } => write!(
+                f,
+                "notice: {} {} not cross-examined: no other model lens answered this round.",
+                findings(*unchecked),
+                if *unchecked == 1 { "was" } else { "were" }
+            ),
+            VerifyNotice::Failed {
+                verifier,
+                unchecked,
+                error,
+            } => write!(
+                f,
+                "notice: cross-examination by {verifier} failed ({}); {} stay as the review \
+                 left them.",
+                crate::render::clean(error),
+                findings(*unchecked)
+            ),
+        }
+    }
+}
+
 /// The JSON `context.note` and the evidence's: why there is no snapshot, or what it left out.
 impl fmt::Display for crate::context::ContextNote<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -658,6 +688,22 @@ mod tests {
             codex_sandbox_unavailable("terra", "`codex` was not found"),
             no_tool_support("local", "openai"),
         ];
+        insta::assert_snapshot!(text.join("\n"));
+    }
+
+    #[test]
+    fn what_cross_examination_says_when_it_cannot_check() {
+        use crate::review::verify::VerifyNotice;
+        let text = [
+            VerifyNotice::NoVerifier { unchecked: 1 },
+            VerifyNotice::NoVerifier { unchecked: 3 },
+            VerifyNotice::Failed {
+                verifier: LensName::new("terra"),
+                unchecked: 2,
+                error: "timed out after 300s\u{202E}".to_owned(),
+            },
+        ]
+        .map(|n| n.to_string());
         insta::assert_snapshot!(text.join("\n"));
     }
 }

@@ -79,8 +79,13 @@ pub fn render(report: &Report, diff: &Diff, color: bool) -> String {
     for line in &capped {
         let _ = writeln!(out, "{}: {line}", paint(p.advisory, "warning"));
     }
+    let withdrawn = crate::render::markdown::withdrawn_line(report);
+    if let Some(line) = &withdrawn {
+        let _ = writeln!(out, "{}: {line}", paint(p.dim, "note"));
+    }
     if !report.not_reviewed.is_empty()
         || !capped.is_empty()
+        || withdrawn.is_some()
         || report.lenses.iter().any(|l| l.status == LensStatus::Failed)
     {
         out.push('\n');

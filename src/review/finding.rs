@@ -29,6 +29,17 @@ pub struct Finding {
     /// The replacement for its lines, offered as a committable suggestion (only when checked
     /// safe: `review::anchor::suggestion_problem`).
     pub suggestion: Option<String>,
+    /// What a lens of another vendor made of it (`review::verify`), when one checked it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verified: Option<Checked>,
+}
+
+/// A cross-examination's verdict on a finding: what, by which lens, and what it read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Checked {
+    pub verdict: crate::lens::verdicts::VerdictKind,
+    pub by: LensName,
+    pub evidence: String,
 }
 
 /// The fingerprints of the lines already placed on, by file, side and first and last line:
@@ -99,6 +110,7 @@ impl Finding {
             // diff's lines carry no `\r` either. A `\r` anywhere else stays, and keeps the
             // suggestion from being posted.
             suggestion: raw.suggestion.map(|s| s.replace("\r\n", "\n")),
+            verified: None,
         }
     }
 }

@@ -125,6 +125,11 @@ fn combine<'a>(members: impl Iterator<Item = &'a Finding>, min_blocking: Confide
         out.confidence = out.confidence.raised();
     }
     out.lenses = lenses;
+    // A member checked by cross-examination carries its verdict into the merge (per-lens
+    // posting merges again after verification).
+    if out.verified.is_none() {
+        out.verified = members.iter().find_map(|f| f.verified.clone());
+    }
     // A suggestion from another member fits only if it replaces the same lines.
     if out.suggestion.is_none() {
         out.suggestion = members
@@ -344,6 +349,7 @@ mod tests {
             in_diff: true,
             fingerprint: format!("fp{line}"),
             suggestion: None,
+            verified: None,
         }
     }
 

@@ -4,17 +4,18 @@
 //! and `pipeline` chains one review; `notice` is what a run tells its caller, as data.
 
 pub(crate) mod anchor;
-pub(crate) mod finding;
+pub mod finding;
 pub(crate) mod gate;
 pub(crate) mod markers;
 pub(crate) mod merge;
 pub mod notice;
 pub mod panel;
-pub(crate) mod pipeline;
+pub mod pipeline;
 pub(crate) mod rounds;
 pub mod scope;
 pub(crate) mod threads;
 pub(crate) mod verdict;
+pub mod verify;
 
 use serde::Serialize;
 
@@ -71,6 +72,9 @@ pub struct Report {
     pub dropped_unfounded: usize,
     /// The repository's review rules the lenses were given.
     pub repo_rules: Vec<crate::repo_rules::RuleFile>,
+    /// What cross-examination checked and found; `None` when `[verify] mode = "off"` or no
+    /// review ran.
+    pub verification: Option<verify::Verification>,
 }
 
 impl Report {
@@ -91,15 +95,25 @@ impl Report {
             context: crate::context::ContextReport::default(),
             dropped_unfounded: 0,
             repo_rules: Vec::new(),
+            verification: None,
         }
     }
 
     /// What the lenses cost in dollars, summed over those that reported it; `None` when none did.
     pub fn cost_usd(&self) -> Option<f64> {
-        self.lenses
+        self.runs()
             .iter()
             .filter_map(|l| l.cost_usd)
             .reduce(|a, b| a + b)
+    }
+
+    /// Every lens call of the round: the reviews, then the verifiers' (role `verify`).
+    pub fn runs(&self) -> Vec<crate::lens::Provenance> {
+        let mut runs = self.lenses.clone();
+        if let Some(v) = &self.verification {
+            runs.extend(v.runs.iter().cloned());
+        }
+        runs
     }
 
     /// Every finding that holds: posted now and carried over (or, for a round skipped as
@@ -121,6 +135,13 @@ impl Report {
         let mut all = Report::empty();
         let mut verdict = Verdict::default();
         let all_skipped = reports.iter().all(|r| r.skipped.is_some());
+        let verifications: Vec<verify::Verification> = reports
+            .iter()
+            .filter_map(|r| r.verification.clone())
+            .collect();
+        if !verifications.is_empty() {
+            all.verification = Some(verify::Verification::combine(verifications));
+        }
         for r in reports {
             let v = r.verdict();
             verdict.blocking += v.blocking;

@@ -21,7 +21,7 @@ use crate::ids::LensName;
 use crate::lens::api_call::RetryPolicy;
 use crate::lens::backend::{CallEnv, Runs};
 use crate::lens::cli_env::CliEnv;
-use crate::lens::contract::LensResponse;
+use crate::lens::contract::{AnswerKind, LensResponse};
 use crate::lens::keys::ApiVars;
 use crate::lens::process::timed_out;
 use crate::lens::registry;
@@ -138,6 +138,8 @@ pub struct Panel {
     pub max_tool_calls: u32,
     /// Input tokens one API lens call's tool loop may send (`[context] max_call_tokens`).
     pub max_call_tokens: u64,
+    /// Which findings a lens of another vendor checks before the round is settled (`[verify]`).
+    pub verify: crate::config::VerifyConfig,
 }
 
 impl Panel {
@@ -158,6 +160,7 @@ impl Panel {
             evidence: None,
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
             max_call_tokens: crate::lens::tools::DEFAULT_MAX_CALL_TOKENS,
+            verify: crate::config::VerifyConfig::default(),
         }
     }
 
@@ -255,14 +258,21 @@ impl Shared {
         };
         let mut findings = Vec::new();
         let mut summaries = Vec::new();
+        let mut verdicts = None;
         let mut answered = 0;
         let mut failures = Vec::new();
         for (i, req) in input.calls.iter().enumerate() {
+            // A lens's focus narrows its review, not what it checks for another lens.
+            let prompt = match req.answer {
+                AnswerKind::Review => with_focus(&req.prompt, spec.focus.as_deref()),
+                AnswerKind::Verify => req.prompt.clone(),
+            };
             let req = LensRequest {
-                prompt: with_focus(&req.prompt, spec.focus.as_deref()),
+                prompt,
                 diff: Arc::clone(&req.diff),
                 pr: req.pr.clone(),
                 checkout: req.checkout.clone(),
+                answer: req.answer,
             };
             match self
                 .call_with_fallback(&spec, &req, &mut outcome, i + 1, calls)
@@ -275,6 +285,9 @@ impl Shared {
                     answered += 1;
                     findings.extend(answer.response.findings);
                     summaries.extend(answer.response.summary);
+                    if let Some(v) = answer.response.verdicts {
+                        verdicts.get_or_insert_with(Vec::new).extend(v);
+                    }
                     if let Some(u) = answer.usage {
                         let sum = outcome.usage.get_or_insert_default();
                         sum.input_tokens += u.input_tokens;
@@ -309,6 +322,7 @@ impl Shared {
             outcome.response = Some(LensResponse {
                 findings,
                 summary: (!summaries.is_empty()).then(|| summaries.join("\n\n")),
+                verdicts,
             });
         }
         if let Some((call, f)) = failures.first() {
@@ -514,6 +528,7 @@ impl Shared {
         };
         ev.record(&Record::Exchange {
             lens: spec.name.as_str(),
+            role: (req.answer == AnswerKind::Verify).then_some("verify"),
             call,
             calls,
             backend: backend.as_str(),
@@ -553,7 +568,12 @@ impl Shared {
         let work = b.call(&spec, req, env);
         let bound = b.call_bound(spec.timeout, &self.panel.retry);
         match tokio::time::timeout(bound, work).await {
-            Ok(result) => result,
+            // Every backend reads either answer; one that is not what was asked is unreadable.
+            Ok(Ok(answer)) => match req.answer.check(&answer.response) {
+                Ok(()) => Ok(answer),
+                Err(e) => Err(Failure::fatal(format!("unreadable answer: {e}"))),
+            },
+            Ok(Err(f)) => Err(f),
             Err(_) => Err(Failure::new(FailureKind::Timeout, timed_out(spec.timeout))),
         }
     }
@@ -628,6 +648,7 @@ fn lens_run(spec: &LensSpec, outcome: LensOutcome, elapsed: Duration) -> LensRun
         .map_or(0, |r| r.cap(crate::lens::parse::MAX_FINDINGS_PER_LENS));
     let provenance = Provenance {
         lens: spec.name.clone(),
+        role: Default::default(),
         requested_backend: spec.backend,
         actual_backend: outcome.actual_backend,
         auth_class: outcome.actual_backend.auth_class(),
@@ -920,6 +941,7 @@ mod tests {
             evidence: None,
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
             max_call_tokens: crate::lens::tools::DEFAULT_MAX_CALL_TOKENS,
+            verify: crate::config::VerifyConfig::default(),
         };
         (panel, notices)
     }

@@ -1,6 +1,7 @@
 //! One review, top to bottom: gate the files, plan the calls, run the panel, parse and place
 //! each finding, merge, and keep the evidence.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::attributes::{Attributes, Guard};
@@ -12,12 +13,14 @@ use crate::ids::LensName;
 use crate::lens::backend::Runs;
 use crate::lens::builtin::KeywordSearch;
 use crate::lens::registry::backend;
+use crate::lens::verdicts::VerdictKind;
 use crate::lens::{LensRequest, LensSpec, PrInfo, Provenance};
 use crate::plan::{self, PlanOptions};
 use crate::review::anchor::{Anchored, HeadText, anchor, suggestion_problem};
-use crate::review::finding::{Finding, Fingerprints};
+use crate::review::finding::{Checked, Finding, Fingerprints};
 use crate::review::merge::{merge, merge_explained};
 use crate::review::panel::{Panel, PanelInput, PanelObserver};
+use crate::review::verify::{Verification, VerifyInput, cross_examine};
 use crate::review::{Confidence, NotReviewed, NotReviewedReason, Report, Severity};
 
 /// What a review reads: the diff, and the search for secret keywords in its bytes when one
@@ -47,7 +50,12 @@ pub async fn review(
     panel: &Panel,
     observer: &dyn PanelObserver,
 ) -> Report {
-    review_with(diff, None, pr, lenses, config, context, panel, observer)
+    let earlier = BTreeSet::new();
+    let at = ReviewAt {
+        anchors: None,
+        earlier: &earlier,
+    };
+    review_with(diff, at, pr, lenses, config, context, panel, observer)
         .await
         .report
 }
@@ -89,14 +97,23 @@ impl Reviewed {
     }
 }
 
+/// Where in a PR's history a review sits.
+#[derive(Debug, Clone, Copy)]
+pub struct ReviewAt<'a> {
+    /// The whole PR diff, when the review covers only part of it.
+    pub anchors: Option<&'a Diff>,
+    /// The fingerprints earlier rounds reported (cross-examination leaves them alone).
+    pub earlier: &'a BTreeSet<String>,
+}
+
 /// Reviews `diff` — possibly only part of a PR, such as the interdiff of a later round — and
-/// places each finding on `anchors` (the whole PR diff) when given, so a finding outside the
+/// places each finding on `at.anchors` (the whole PR diff) when given, so a finding outside the
 /// part reviewed but on the PR's diff can still be a line comment. Every lens request carries
 /// `context`'s snapshot root, when there is one.
 #[allow(clippy::too_many_arguments)]
 pub async fn review_with(
     input: impl Into<ReviewInput>,
-    anchors: Option<&Diff>,
+    at: ReviewAt<'_>,
     pr: Option<PrInfo>,
     lenses: &[LensSpec],
     config: &ReviewConfig,
@@ -149,6 +166,7 @@ pub async fn review_with(
                     diff: Arc::new(c.diff),
                     pr: pr.clone(),
                     checkout: context.root.clone(),
+                    answer: crate::lens::contract::AnswerKind::Review,
                 })
             })
             .collect()
@@ -166,7 +184,7 @@ pub async fn review_with(
 
     let mut findings = Vec::new();
     let mut provenance = Vec::with_capacity(runs.len());
-    let place_on = anchors.unwrap_or(&diff);
+    let place_on = at.anchors.unwrap_or(&diff);
     let head = HeadText {
         snapshot: context.root.as_deref(),
         diff: place_on,
@@ -207,8 +225,22 @@ pub async fn review_with(
     if let Some(ev) = &panel.evidence {
         record_merge(ev, &findings, &explained, config);
     }
-    let merged = explained.into_iter().map(|(f, _)| f).collect();
+    let mut merged: Vec<Finding> = explained.iter().map(|(f, _)| f.clone()).collect();
     crate::timing::mark("placed and merged");
+    // Cross-examination runs on the merged findings, before any per-lens split.
+    let verify = VerifyInput {
+        lenses,
+        runs: &provenance,
+        diff: place_on,
+        pr: pr.as_ref(),
+        checkout: context.root.clone(),
+        earlier: at.earlier,
+    };
+    let verification = cross_examine(&mut merged, &verify, panel).await;
+    if let Some(v) = verification.as_ref().filter(|v| !v.runs.is_empty()) {
+        apply_to_members(&mut findings, &explained, v);
+        crate::timing::mark("cross-examined");
+    }
     let report = Report {
         findings: merged,
         lenses: provenance,
@@ -216,12 +248,51 @@ pub async fn review_with(
         context: context.report,
         dropped_unfounded,
         repo_rules: context.rules,
+        verification,
         ..Report::empty()
     };
     Reviewed {
         report,
         located: findings,
     }
+}
+
+/// The verdicts on merged findings carried to the lens findings they combined, which per-lens
+/// posting merges again: a refuted finding's members are dropped, a checked one's carry the
+/// verdict (a confirmed one's, one step more confidence).
+fn apply_to_members(
+    located: &mut Vec<Finding>,
+    explained: &[(Finding, Vec<usize>)],
+    verification: &Verification,
+) {
+    let mut dropped = vec![false; located.len()];
+    for (merged, members) in explained {
+        let Some(c) = verification
+            .checked
+            .iter()
+            .find(|c| c.fingerprint == merged.fingerprint)
+        else {
+            continue;
+        };
+        for &i in members {
+            let f = &mut located[i];
+            match c.verdict {
+                VerdictKind::Refuted => dropped[i] = true,
+                VerdictKind::Confirmed => f.confidence = f.confidence.raised(),
+                VerdictKind::Unsure => {}
+            }
+            f.verified = Some(Checked {
+                verdict: c.verdict,
+                by: c.by.clone(),
+                evidence: c.evidence.clone(),
+            });
+        }
+    }
+    let mut i = 0;
+    located.retain(|_| {
+        i += 1;
+        !dropped[i - 1]
+    });
 }
 
 /// Evidence of the round's snapshot: where it came from and what it holds, or why there is none.

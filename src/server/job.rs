@@ -42,6 +42,7 @@ impl FlowRunner {
         let mut panel = Panel::from_env(slots.clone(), true, config.api_key_vars());
         panel.max_tool_calls = config.context.max_tool_calls;
         panel.max_call_tokens = config.context.max_call_tokens;
+        panel.verify = config.verify;
         // The billing warning and other panel notices go to the log, not a terminal.
         panel.notices = Arc::new(|line: &str| tracing::warn!("{line}"));
         // Only reviewbot's own reviews count as rounds: set once, not per job.
@@ -87,7 +88,8 @@ impl FlowRunner {
             if report.posted {
                 self.metrics.round_posted();
             }
-            for run in &report.lenses {
+            // The verifiers' calls are lens runs too: they count in the daily budget.
+            for run in &report.runs() {
                 let record = LensRunRecord {
                     installation: job.request.installation,
                     ..LensRunRecord::new(job.id, report.round, run)

@@ -301,6 +301,7 @@ mod tests {
     fn a_lens_run_is_recorded_from_its_provenance() {
         let run = Provenance {
             lens: LensName::new("claude"),
+            role: Default::default(),
             requested_backend: BackendKind::ClaudeCli,
             actual_backend: BackendKind::Anthropic,
             auth_class: AuthClass::Api,

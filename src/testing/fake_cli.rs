@@ -148,6 +148,7 @@ pub(crate) fn request(prompt: &str) -> LensRequest {
         diff: Arc::new(Diff::parse(DIFF).expect("diff")),
         pr: None,
         checkout: None,
+        answer: crate::lens::contract::AnswerKind::Review,
     }
 }
 
@@ -205,6 +206,7 @@ impl Snapshot {
     pub(crate) fn request(&self, prompt: &str) -> LensRequest {
         LensRequest {
             checkout: Some(Arc::from(self.path())),
+            answer: crate::lens::contract::AnswerKind::Review,
             ..request(prompt)
         }
     }

@@ -19,3 +19,4 @@ mod rules;
 mod serve;
 mod snapshot;
 mod store;
+mod verify;

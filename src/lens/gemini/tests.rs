@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::*;
 use crate::lens::api::run_with_policy;
+use crate::lens::contract::response_schema;
 use crate::lens::keys::ApiEnv;
 use crate::lens::{FailureKind, LensRequest};
 use crate::testing::api_server::{FakeServer, Reply, fast_policy};

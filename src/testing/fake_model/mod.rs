@@ -43,6 +43,7 @@
 
 mod real_claude;
 mod real_codex;
+mod real_verify;
 pub(crate) mod snapshot;
 mod tests;
 mod wire;

@@ -18,7 +18,7 @@ use crate::lens::process::{self, DEFAULT_MAX_OUTPUT, ProcessOutput, ProcessSpec}
 use crate::lens::{Answer, BackendKind, Failure, FailureKind, LensRequest, LensSpec};
 use crate::testing::fake_cli::{self as fake, real_cli, repository_note};
 
-const MODEL: &str = "claude-fake-1";
+pub(super) const MODEL: &str = "claude-fake-1";
 
 /// The fake API key: it must reach no request body (only the `x-api-key` header).
 const API_KEY: &str = "sk-ant-api03-FAKE_KEY_MARKER_3e7d";
@@ -42,12 +42,13 @@ pub(super) fn lens(kind: BackendKind, bin: &Path, model: &str) -> LensSpec {
 pub(super) fn request(snapshot: Option<&Path>) -> LensRequest {
     LensRequest {
         checkout: snapshot.map(Arc::from),
+        answer: crate::lens::contract::AnswerKind::Review,
         ..fake::request("Review the change to src/lib.rs. Answer with the lens JSON.")
     }
 }
 
 /// The lens's environment: `PATH`, the hostile snapshot's fresh `HOME`, and the fake as the API.
-fn env(hostile: &Hostile, fake: &FakeModel) -> CliEnv {
+pub(super) fn env(hostile: &Hostile, fake: &FakeModel) -> CliEnv {
     fake::real_env(&hostile.home(), &[]).with_fake_model(
         vec![
             ("ANTHROPIC_BASE_URL".into(), fake.url().into()),
@@ -76,7 +77,7 @@ async fn review(
     answer
 }
 
-fn read(id: &str, path: &Path) -> ToolCall {
+pub(super) fn read(id: &str, path: &Path) -> ToolCall {
     ToolCall::new(id, "Read", json!({"file_path": path}))
 }
 

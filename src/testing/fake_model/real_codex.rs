@@ -28,13 +28,13 @@ const KEY: &str = "sk-fake-PROVIDER_KEY_MARKER_8b2f";
 const AUTH_MARKER: &str = "AUTH_JSON_MARKER_d90c";
 
 /// Everything a Codex lens needs, for one hostile snapshot.
-struct CodexRun {
-    bin: PathBuf,
-    hostile: Hostile,
+pub(super) struct CodexRun {
+    pub(super) bin: PathBuf,
+    pub(super) hostile: Hostile,
 }
 
 impl CodexRun {
-    fn new(bin: PathBuf) -> Self {
+    pub(super) fn new(bin: PathBuf) -> Self {
         let hostile = Hostile::new();
         std::fs::write(
             hostile.codex_home().join("auth.json"),
@@ -46,7 +46,7 @@ impl CodexRun {
 
     /// The lens's environment: `PATH`, a fresh `HOME` and `CODEX_HOME`, and the fake as a
     /// custom model provider (Responses API) whose key is in [`KEY_VAR`].
-    fn env(&self, fake: &FakeModel) -> CliEnv {
+    pub(super) fn env(&self, fake: &FakeModel) -> CliEnv {
         let home = self.hostile.home();
         let codex_home = self.hostile.codex_home();
         let provider = format!(
@@ -73,7 +73,7 @@ impl CodexRun {
     }
 }
 
-fn exec(id: &str, cmd: &str) -> ToolCall {
+pub(super) fn exec(id: &str, cmd: &str) -> ToolCall {
     ToolCall::new(id, "exec_command", json!({"cmd": cmd}))
 }
 
