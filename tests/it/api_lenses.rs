@@ -2,7 +2,8 @@
 //! `generateContent` and OpenAI's Chat Completions: a panel of a `gemini` lens reading the
 //! checkout through its tools and an `openai` lens on a local server with a key variable of its
 //! own; each call goes where its lens says with its own key, and `doctor` checks both without
-//! calling them.
+//! calling them. Cross-examination is off here: the scripted server answers reviews only (the
+//! verifier's calls are tested in `verify.rs`).
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -159,7 +160,8 @@ fn config(dir: &Path, server: &Server) -> std::path::PathBuf {
             "[[lens]]\nname = \"gem\"\nbackend = \"gemini\"\nmodel = \"gemini-2.5-pro\"\n\n\
              [[lens]]\nname = \"local\"\nbackend = \"openai\"\nmodel = \"qwen3-coder\"\n\
              base_url = \"{}/local/v1\"\napi_key_env = \"LOCAL_LLM_KEY\"\n\n\
-             [review]\nlenses = [\"gem\", \"local\"]\n",
+             [review]\nlenses = [\"gem\", \"local\"]\n\n\
+             [verify]\nmode = \"off\"\n",
             server.url()
         ),
     )
