@@ -6,8 +6,8 @@
 //! reviewed as `review --diff … --checkout …` would review it, and what the panel found is
 //! scored: a finding matches an expected problem when it names the same file and its lines lie
 //! within [`WINDOW`] lines of the problem's; each problem matches at most one finding, the
-//! nearest. Rows are given per lens alone (each lens's findings before merging) and for the
-//! merged panel.
+//! nearest. Rows are given per lens alone (each lens's findings before merging), for the merged
+//! panel, and, when cross-examination ran, for the panel after it (what a review would post).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -27,6 +27,9 @@ pub const WINDOW: u32 = 5;
 
 /// The name of the merged panel's row.
 pub const PANEL: &str = "panel";
+
+/// The name of the row of the panel after cross-examination (when a verifier ran).
+pub const VERIFIED: &str = "panel+verify";
 
 /// A known problem of a case.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -304,7 +307,11 @@ async fn one(case: Case, lenses: &[LensSpec], config: &ReviewConfig, panel: &Pan
         anchors: None,
         earlier: &earlier,
     };
-    let Reviewed { report, located } = pipeline::review_with(
+    let Reviewed {
+        report,
+        located,
+        refuted,
+    } = pipeline::review_with(
         case.diff,
         at,
         None,
@@ -329,8 +336,10 @@ async fn one(case: Case, lenses: &[LensSpec], config: &ReviewConfig, panel: &Pan
         if let Some(error) = &p.error {
             failed.push(format!("{}: {error}", p.lens));
         }
+        // A lens alone: what it found, refuted or not.
         let own: Vec<&Finding> = located
             .iter()
+            .chain(&refuted.located)
             .filter(|f| f.lenses.contains(&p.lens))
             .collect();
         rows.push(Row::new(
@@ -340,12 +349,41 @@ async fn one(case: Case, lenses: &[LensSpec], config: &ReviewConfig, panel: &Pan
         ));
     }
     all.seconds = wall;
-    let merged: Vec<&Finding> = report.findings.iter().collect();
-    rows.push(Row::new(PANEL, score(&merged, &case.expected), all));
+    let posted: Vec<&Finding> = report.findings.iter().collect();
+    match report.verification.as_ref().filter(|v| !v.runs.is_empty()) {
+        None => rows.push(Row::new(PANEL, score(&posted, &case.expected), all)),
+        Some(v) => {
+            // The merged panel before cross-examination: what was posted, and what a verifier
+            // refuted.
+            let merged: Vec<&Finding> = posted.iter().copied().chain(&refuted.merged).collect();
+            rows.push(Row::new(PANEL, score(&merged, &case.expected), all));
+            let mut checked = all;
+            for p in &v.runs {
+                checked.tokens += p.usage.map_or(0, |u| u.input_tokens + u.output_tokens);
+                checked.cost_usd = match (checked.cost_usd, p.cost_usd) {
+                    (None, None) => None,
+                    (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+                };
+                if let Some(error) = &p.error {
+                    failed.push(format!("{} (verify): {error}", p.lens));
+                }
+            }
+            rows.push(Row::new(VERIFIED, score(&posted, &case.expected), checked));
+        }
+    }
     CaseResult {
         case: case.name,
         rows,
         failed,
+    }
+}
+
+/// The case's row named `name`; a case where no verifier ran posts what its panel found.
+fn row_of<'c>(case: &'c CaseResult, name: &str) -> Option<&'c Row> {
+    let named = case.rows.iter().find(|r| r.name == name);
+    match name {
+        VERIFIED => named.or_else(|| case.rows.iter().find(|r| r.name == PANEL)),
+        _ => named,
     }
 }
 
@@ -364,11 +402,7 @@ fn totals(per_case: &[CaseResult]) -> Vec<Row> {
         .map(|name| {
             let mut counts = Counts::default();
             let mut spent = Spent::default();
-            for r in per_case
-                .iter()
-                .flat_map(|c| &c.rows)
-                .filter(|r| &r.name == name)
-            {
+            for r in per_case.iter().filter_map(|c| row_of(c, name)) {
                 counts.add(r.counts);
                 spent.add(Spent {
                     tokens: r.tokens,

@@ -65,6 +65,16 @@ pub async fn review(
 pub struct Reviewed {
     pub report: Report,
     pub located: Vec<Finding>,
+    /// What cross-examination refuted, kept out of both: the merged findings, and the lens
+    /// findings they combined (what `eval` scores before cross-examination).
+    pub refuted: Refuted,
+}
+
+/// Findings a verifier refuted.
+#[derive(Debug, Default)]
+pub struct Refuted {
+    pub merged: Vec<Finding>,
+    pub located: Vec<Finding>,
 }
 
 impl Reviewed {
@@ -236,9 +246,15 @@ pub async fn review_with(
         checkout: context.root.clone(),
         earlier: at.earlier,
     };
+    let before: Vec<Finding> = explained.iter().map(|(f, _)| f.clone()).collect();
     let verification = cross_examine(&mut merged, &verify, panel).await;
+    let mut refuted = Refuted::default();
     if let Some(v) = verification.as_ref().filter(|v| !v.runs.is_empty()) {
-        apply_to_members(&mut findings, &explained, v);
+        refuted.located = apply_to_members(&mut findings, &explained, v);
+        refuted.merged = before
+            .into_iter()
+            .filter(|f| !merged.iter().any(|m| m.fingerprint == f.fingerprint))
+            .collect();
         crate::timing::mark("cross-examined");
     }
     let report = Report {
@@ -254,17 +270,18 @@ pub async fn review_with(
     Reviewed {
         report,
         located: findings,
+        refuted,
     }
 }
 
 /// The verdicts on merged findings carried to the lens findings they combined, which per-lens
 /// posting merges again: a refuted finding's members are dropped, a checked one's carry the
-/// verdict (a confirmed one's, one step more confidence).
+/// verdict (a confirmed one's, one step more confidence). Returns the members dropped.
 fn apply_to_members(
     located: &mut Vec<Finding>,
     explained: &[(Finding, Vec<usize>)],
     verification: &Verification,
-) {
+) -> Vec<Finding> {
     let mut dropped = vec![false; located.len()];
     for (merged, members) in explained {
         let Some(c) = verification
@@ -288,11 +305,12 @@ fn apply_to_members(
             });
         }
     }
-    let mut i = 0;
-    located.retain(|_| {
-        i += 1;
-        !dropped[i - 1]
-    });
+    let (kept, gone): (Vec<_>, Vec<_>) = std::mem::take(located)
+        .into_iter()
+        .zip(dropped)
+        .partition(|(_, d)| !d);
+    *located = kept.into_iter().map(|(f, _)| f).collect();
+    gone.into_iter().map(|(f, _)| f).collect()
 }
 
 /// Evidence of the round's snapshot: where it came from and what it holds, or why there is none.

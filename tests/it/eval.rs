@@ -98,6 +98,46 @@ fn a_panel_is_scored_per_lens_and_merged_with_jobs_at_once() {
     );
 }
 
+/// With a second model lens, cross-examination runs: the merged panel is scored before it and
+/// again after it, with the verifier's calls counted in the second row.
+#[test]
+fn the_panel_is_scored_before_and_after_cross_examination() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        dir.path(),
+        &format!(
+            "[[lens]]\nname = \"oracle\"\nbackend = \"command\"\nbin = \"{}\"\n\n\
+             [[lens]]\nname = \"checker\"\nbackend = \"command\"\nbin = \"{}\"\n\
+             args = [\"refuted\"]\n",
+            fixture("tests/fixtures/lenses/oracle.sh"),
+            fixture("tests/fixtures/lenses/verifier.sh")
+        ),
+    );
+    let set = fixture("fixtures/eval");
+    let o = reviewbot(
+        &[
+            "eval",
+            "--set",
+            &set,
+            "--config",
+            &cfg,
+            "--lens",
+            "oracle,checker",
+            "--format",
+            "json",
+        ],
+        None,
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc = json(&o);
+    assert_eq!(counts(row(&doc, "oracle")), (2, 1, 8));
+    assert_eq!(counts(row(&doc, "checker")), (0, 0, 10));
+    assert_eq!(counts(row(&doc, "panel")), (2, 1, 8));
+    // The checker refuted all three: nothing the panel found is left.
+    assert_eq!(counts(row(&doc, "panel+verify")), (0, 0, 10));
+}
+
 #[test]
 fn a_malformed_case_is_exit_2_naming_it_and_a_failed_lens_is_exit_3() {
     let dir = tempfile::tempdir().unwrap();
