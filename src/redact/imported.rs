@@ -1,0 +1,332 @@
+//! gitleaks' rules ([`CATALOG`], imported from data/gitleaks/ by scripts/import-gitleaks.py),
+//! run as gitleaks runs them: a keyword lets the pattern run, the secret is its capture group,
+//! then the entropy threshold and the global and per-rule allowlists decide.
+//!
+//! Masking and detection apply the same checks to these rules: a value gitleaks' tests call a
+//! false positive (too little entropy, an allowlisted example) is neither reported nor masked.
+
+use std::ops::Range;
+use std::sync::{LazyLock, OnceLock};
+
+use aho_corasick::AhoCorasick;
+use regex::Regex;
+
+use super::catalog::{CATALOG, GLOBAL_ALLOW};
+use super::{Mode, SecretMatch, entropy};
+
+/// One rule of gitleaks' catalog, its pattern already in the regex crate's syntax.
+pub(super) struct Imported {
+    pub(super) id: &'static str,
+    pub(super) name: &'static str,
+    pub(super) pattern: &'static str,
+    /// Literals one of which the text must hold: `(literal, case must match)`; otherwise in
+    /// any ASCII case, as gitleaks matches its lower-case keywords on lower-cased text.
+    pub(super) keywords: &'static [(&'static str, bool)],
+    /// The secret must have more Shannon entropy than this (0: no threshold).
+    pub(super) entropy: f64,
+    /// The capture group that is the secret (0: the first that matched, or the whole match).
+    pub(super) secret_group: usize,
+    /// The rule applies only to files whose path this matches.
+    pub(super) path: Option<&'static str>,
+    pub(super) allow: &'static [Allow],
+}
+
+/// What an allowlist's regexes are matched against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Target {
+    Secret,
+    /// The whole match of the rule's pattern.
+    Match,
+    /// The lines the match is on.
+    Line,
+}
+
+/// An allowlist: a finding is dropped when one of its checks holds (all of them with `all`).
+pub(super) struct Allow {
+    pub(super) target: Target,
+    pub(super) all: bool,
+    pub(super) regexes: &'static [&'static str],
+    pub(super) paths: &'static [&'static str],
+    /// Lower-case words the secret must not contain.
+    pub(super) stopwords: &'static [&'static str],
+}
+
+/// gitleaks rules reviewbot implements itself, each better for what reviewbot needs: boundaries
+/// that survive ANSI colour codes and string escapes, the stateless `ghs_` installation tokens
+/// and longer tokens than gitleaks' fixed lengths (`rules.rs`), multi-line private keys that
+/// keep a masked diff's line numbers and AWS secret keys paired with their key ID
+/// (`contextual.rs`). Their gitleaks test strings hold them to gitleaks
+/// (`lens::builtin::gitleaks`).
+pub(super) const OWN: &[&str] = &[
+    "github-pat",
+    "github-oauth",
+    "github-app-token",
+    "github-refresh-token",
+    "github-fine-grained-pat",
+    "aws-access-token",
+    "slack-webhook-url",
+    "gcp-api-key",
+    "openai-api-key",
+    "anthropic-api-key",
+    "gitlab-pat",
+    "npm-access-token",
+    "huggingface-access-token",
+    "pypi-upload-token",
+    "stripe-access-token",
+    "private-key",
+];
+
+/// Rules that only detect: masking runs on code shown to reviewers and on their findings, and
+/// a generic rule would garble cache keys, hashes and identifiers there. The builtin lens never
+/// shows a detected value, generic or not, and what it finds is remembered and masked
+/// everywhere after ([`super::remember`]).
+const DETECT_ONLY: &[&str] = &["generic-api-key"];
+
+/// Reviewbot's rules named otherwise than the gitleaks rules they stand for: (reviewbot's,
+/// gitleaks').
+const RENAMED: &[(&str, &str)] = &[
+    ("npm-token", "npm-access-token"),
+    ("huggingface-token", "huggingface-access-token"),
+    ("pypi-token", "pypi-upload-token"),
+    ("stripe-key", "stripe-access-token"),
+];
+
+/// Whether gitleaks' allowlists (the global one, and those of the rule reviewbot's rule `id`
+/// stands for) drop `secret`, found on `line`: known example values, placeholders, paths.
+pub(super) fn allowed_own(id: &str, secret: &str, line: &str, path: Option<&str>) -> bool {
+    let f = Found {
+        secret,
+        whole: secret,
+        line,
+    };
+    if GLOBAL.allows(&f, path) {
+        return true;
+    }
+    let id = RENAMED.iter().find(|r| r.0 == id).map_or(id, |r| r.1);
+    let Some(i) = CATALOG.iter().position(|r| r.id == id) else {
+        return false;
+    };
+    compiled(i).is_some_and(|c| c.allow.iter().any(|a| a.allows(&f, path)))
+}
+
+fn compiled(i: usize) -> Option<&'static Compiled> {
+    COMPILED[i]
+        .get_or_init(|| compile(&CATALOG[i]).ok())
+        .as_ref()
+}
+
+/// The pattern of gitleaks' rule `id`, as compiled here.
+pub fn pattern(id: &str) -> Option<&'static str> {
+    CATALOG.iter().find(|r| r.id == id).map(|r| r.pattern)
+}
+
+/// The catalog's rules that run, by index in [`CATALOG`]: all but [`OWN`] and the rules with
+/// no pattern (gitleaks' file-name-only rules).
+pub(super) fn active() -> impl Iterator<Item = (usize, &'static Imported)> {
+    CATALOG
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| !r.pattern.is_empty() && !OWN.contains(&r.id))
+}
+
+/// A rule's name for findings, by id.
+pub(super) fn name(id: &str) -> Option<&'static str> {
+    CATALOG.iter().find(|r| r.id == id).map(|r| r.name)
+}
+
+/// An allowlist compiled: its regexes as one pattern, its stopwords as one automaton.
+struct AllowSet {
+    target: Target,
+    all: bool,
+    regex: Option<Regex>,
+    paths: Option<Regex>,
+    stopwords: Option<AhoCorasick>,
+}
+
+/// One alternation of `patterns`, or none for none. The patterns are the catalog's constants
+/// (a test compiles every one): failing here is a programming error.
+fn one_of(patterns: &[&str]) -> Option<Regex> {
+    if patterns.is_empty() {
+        return None;
+    }
+    let joined = patterns
+        .iter()
+        .map(|p| format!("(?:{p})"))
+        .collect::<Vec<_>>()
+        .join("|");
+    Some(Regex::new(&joined).unwrap_or_else(|e| panic!("bad allowlist pattern {joined}: {e}")))
+}
+
+impl AllowSet {
+    fn new(a: &Allow) -> AllowSet {
+        AllowSet {
+            target: a.target,
+            all: a.all,
+            regex: one_of(a.regexes),
+            paths: one_of(a.paths),
+            stopwords: (!a.stopwords.is_empty()).then(|| {
+                AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .build(a.stopwords)
+                    .unwrap_or_else(|e| panic!("stopwords: {e}"))
+            }),
+        }
+    }
+
+    /// Whether this allowlist drops `found`. Without a path (masking), a path check fails.
+    fn allows(&self, found: &Found<'_>, path: Option<&str>) -> bool {
+        let target = match self.target {
+            Target::Secret => found.secret,
+            Target::Match => found.whole,
+            Target::Line => found.line,
+        };
+        let checks = [
+            self.regex.as_ref().map(|r| r.is_match(target)),
+            self.stopwords.as_ref().map(|s| s.is_match(found.secret)),
+            self.paths
+                .as_ref()
+                .map(|p| path.is_some_and(|path| p.is_match(path))),
+        ];
+        let mut present = checks.iter().flatten();
+        match self.all {
+            true => present.clone().next().is_some() && present.all(|&c| c),
+            false => present.any(|&c| c),
+        }
+    }
+}
+
+/// What one match of a rule's pattern gives the allowlists.
+struct Found<'t> {
+    secret: &'t str,
+    whole: &'t str,
+    line: &'t str,
+}
+
+/// A rule compiled on first need.
+pub(super) struct Compiled {
+    re: Regex,
+    path: Option<Regex>,
+    allow: Vec<AllowSet>,
+}
+
+static GLOBAL: LazyLock<AllowSet> = LazyLock::new(|| AllowSet::new(&GLOBAL_ALLOW));
+
+/// Compiles `rule`, or says why its pattern does not compile (a test holds the catalog to
+/// compiling whole).
+pub(super) fn compile(rule: &Imported) -> Result<Compiled, regex::Error> {
+    Ok(Compiled {
+        re: Regex::new(rule.pattern)?,
+        path: rule.path.map(Regex::new).transpose()?,
+        allow: rule.allow.iter().map(AllowSet::new).collect(),
+    })
+}
+
+/// The compiled rules, by index in [`CATALOG`], each compiled on first use.
+pub(super) static COMPILED: LazyLock<Vec<OnceLock<Option<Compiled>>>> =
+    LazyLock::new(|| CATALOG.iter().map(|_| OnceLock::new()).collect());
+
+/// Rule `i` of [`CATALOG`]'s secrets in `text` (the file at `path`, when known).
+pub(super) fn find(
+    i: usize,
+    text: &str,
+    mode: Mode,
+    path: Option<&str>,
+    found: &mut Vec<SecretMatch>,
+) {
+    let rule = &CATALOG[i];
+    if mode == Mode::Redact && DETECT_ONLY.contains(&rule.id) {
+        return;
+    }
+    let Some(compiled) = compiled(i) else {
+        return;
+    };
+    if let Some(p) = &compiled.path
+        && !path.is_some_and(|path| p.is_match(path))
+    {
+        return;
+    }
+    if path.is_some_and(|path| GLOBAL.paths.as_ref().is_some_and(|p| p.is_match(path))) {
+        return;
+    }
+    for caps in compiled.re.captures_iter(text) {
+        let Some(whole) = caps.get(0) else { continue };
+        // gitleaks trims line breaks off a match (a pattern's `\s` may take one).
+        let whole_range = trim_newlines(text, whole.range());
+        let secret = match rule.secret_group {
+            0 => caps.iter().skip(1).flatten().find(|m| !m.is_empty()),
+            g => caps.get(g),
+        }
+        .map_or(whole_range.clone(), |m| m.range());
+        let value = &text[secret.clone()];
+        if rule.entropy != 0.0 && entropy(value) <= rule.entropy {
+            continue;
+        }
+        let line = line_of(text, &whole_range);
+        let f = Found {
+            secret: value,
+            whole: &text[whole_range],
+            line: &text[line],
+        };
+        if GLOBAL.allows(&f, path) || compiled.allow.iter().any(|a| a.allows(&f, path)) {
+            continue;
+        }
+        found.push(SecretMatch {
+            rule: rule.id,
+            range: secret,
+        });
+    }
+}
+
+/// The rules of [`CATALOG`] for files at some paths (Kubernetes manifests, Terraform, NuGet
+/// configuration) that apply to `path`, by index.
+pub(super) fn file_rules(path: &str) -> impl Iterator<Item = usize> + '_ {
+    active()
+        .filter(|(_, r)| r.path.is_some())
+        .filter(move |(i, _)| {
+            compiled(*i).is_some_and(|c| c.path.as_ref().is_some_and(|p| p.is_match(path)))
+        })
+        .map(|(i, _)| i)
+}
+
+/// Whether `text` holds one of rule `i`'s keywords, in any case.
+pub(super) fn has_keyword(i: usize, lower: &str) -> bool {
+    let keywords = CATALOG[i].keywords;
+    keywords.is_empty()
+        || keywords
+            .iter()
+            .any(|(k, _)| lower.contains(&k.to_ascii_lowercase()))
+}
+
+fn trim_newlines(text: &str, mut r: Range<usize>) -> Range<usize> {
+    let b = text.as_bytes();
+    while r.start < r.end && b[r.start] == b'\n' {
+        r.start += 1;
+    }
+    while r.end > r.start && b[r.end - 1] == b'\n' {
+        r.end -= 1;
+    }
+    r
+}
+
+/// The whole lines `r` is on.
+pub(super) fn line_of(text: &str, r: &Range<usize>) -> Range<usize> {
+    let start = text[..r.start].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[r.end..].find('\n').map_or(text.len(), |i| r.end + i);
+    start..end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pattern_of_the_catalog_compiles() {
+        let failed: Vec<String> = CATALOG
+            .iter()
+            .filter(|r| !r.pattern.is_empty())
+            .filter_map(|r| compile(r).err().map(|e| format!("{}: {e}", r.id)))
+            .collect();
+        assert!(failed.is_empty(), "{failed:#?}");
+        LazyLock::force(&GLOBAL);
+    }
+}
