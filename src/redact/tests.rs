@@ -752,3 +752,37 @@ proptest! {
         prop_assert_eq!(redact(&once).into_owned(), once);
     }
 }
+
+#[test]
+fn a_value_on_the_line_after_its_name_is_remembered() {
+    // gitleaks' "xml - element multiline" form: the prompt is masked a line at a time, so only
+    // a remembered value hides the token on its own line.
+    let token = format!("{}7q", rand(ALNUM, 30, 41));
+    let diff = format!("+<apiToken>\n+    {token}\n+</apiToken>\n");
+    let keywords = keyword_starts(diff.as_bytes());
+    let values = secret_values_in(diff.as_bytes(), &keywords);
+    assert_eq!(values, vec![(GENERIC, token.clone())], "{diff}");
+}
+
+#[test]
+fn gitleaks_rules_mask_and_detect_alike() {
+    // A Telegram bot token: gitleaks' rule, not one of reviewbot's own.
+    let token = format!("{}:A{}", rand(DIGITS, 9, 5), rand(URLSAFE, 34, 6));
+    let text = format!("TELEGRAM_BOT_TOKEN = \"{token}\"");
+    let found = find_secrets(&text);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].rule, "telegram-bot-api-token");
+    assert_eq!(&text[found[0].range.clone()], token);
+    assert_eq!(
+        redact(&text),
+        "TELEGRAM_BOT_TOKEN = \"[REDACTED telegram-bot-api-token]\""
+    );
+    // Its false positive (a bot id too short) is neither.
+    let short = format!(
+        "TELEGRAM_BOT_TOKEN = \"{}:A{}\"",
+        rand(DIGITS, 4, 5),
+        rand(URLSAFE, 34, 6)
+    );
+    assert!(find_secrets(&short).is_empty());
+    assert_eq!(redact(&short), short);
+}
