@@ -19,9 +19,9 @@ pub(super) struct Compiled {
     any: aho_corasick::AhoCorasick,
     /// `://`, searched on its own.
     url: memchr::memmem::Finder<'static>,
-    /// The literals of `any`, by pattern id: what each one enables, and whether its case
-    /// must match (the automaton matches every literal in any ASCII case).
-    literals: Vec<Literal>,
+    /// The literals of `any` by first byte, each under every byte it may start with (both cases unless
+    /// its case must match): what [`Compiled::found`] checks at each byte of a match.
+    by_first: Vec<Vec<Literal>>,
     /// Compiled on first need: most texts never hold most rules' keywords, and compiling every
     /// pattern up front was a measurable part of a short run.
     pub(super) rules: Vec<std::sync::OnceLock<Regex>>,
@@ -69,6 +69,8 @@ pub(super) struct Present {
     pub(super) rules: u64,
     /// Bit `i % 64` of word `i / 64`: rule `i` of [`CATALOG`].
     pub(super) imported: [u64; IMPORTED_WORDS],
+    /// Where the keywords of the rules of [`CATALOG`] are: (rule, byte offset), in order.
+    pub(super) imported_at: Vec<(usize, usize)>,
     pub(super) private_key: bool,
     pub(super) url: bool,
     pub(super) aws_secret_name: bool,
@@ -110,7 +112,7 @@ impl Compiled {
     fn found<'t>(&'t self, bytes: &'t [u8]) -> impl Iterator<Item = (usize, Needs)> + 't {
         self.any.find_iter(bytes).flat_map(move |m| {
             (m.start()..m.end()).flat_map(move |q| {
-                self.literals
+                self.by_first[usize::from(bytes[q])]
                     .iter()
                     .filter(move |l| l.holds(bytes, q))
                     .map(move |l| (q, l.needs))
@@ -140,8 +142,11 @@ impl Compiled {
             url: self.url_starts(bytes).next().is_some(),
             ..Present::default()
         };
-        for (_, needs) in self.found(bytes) {
+        for (at, needs) in self.found(bytes) {
             present.add(needs);
+            if let Needs::Imported(i) = needs {
+                present.imported_at.push((i, at));
+            }
         }
         present
     }
@@ -184,10 +189,25 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
             .build(literals.iter().map(|l| l.text))
             .unwrap_or_else(|e| panic!("secret keywords: {e}")),
         url: memchr::memmem::Finder::new(URL_KEYWORD),
-        literals,
+        by_first: by_first(&literals),
         rules: RULES.iter().map(|_| std::sync::OnceLock::new()).collect(),
     }
 });
+
+fn by_first(literals: &[Literal]) -> Vec<Vec<Literal>> {
+    let mut by_first = vec![Vec::new(); 256];
+    for l in literals {
+        let b = l.text.as_bytes()[0];
+        let mut firsts = vec![b];
+        if !l.exact && b.to_ascii_lowercase() != b.to_ascii_uppercase() {
+            firsts = vec![b.to_ascii_lowercase(), b.to_ascii_uppercase()];
+        }
+        for f in firsts {
+            by_first[usize::from(f)].push(*l);
+        }
+    }
+    by_first
+}
 
 /// Builds the keyword automaton every secret search starts with (it is built on first use
 /// otherwise).

@@ -210,7 +210,14 @@ pub(super) fn scan(text: &str, mode: Mode, path: Option<&str>) -> Vec<SecretMatc
         }
     }
     for i in present.imported() {
-        imported::find(i, text, mode, path, &mut found);
+        for window in keyword_windows(text, &present.imported_at, i) {
+            let base = window.start;
+            let before = found.len();
+            imported::find(i, &text[window], mode, path, &mut found);
+            for m in &mut found[before..] {
+                m.range = base + m.range.start..base + m.range.end;
+            }
+        }
     }
     if present.private_key {
         private_keys(text, mode, &mut found);
@@ -225,6 +232,37 @@ pub(super) fn scan(text: &str, mode: Mode, path: Option<&str>) -> Vec<SecretMatc
         paired_aws_secrets(text, mode, &mut found);
     }
     resolve(found, mode)
+}
+
+/// The parts of `text` rule `rule` of gitleaks' catalog runs on: the line of each of its
+/// keywords (in `at`, (rule, offset)) with the lines its matches may reach either side
+/// ([`imported::reach`]), merged where they meet. Its matches hold a keyword, and a long text (a file's diff) holds common keywords (`key`, `token`) all over:
+/// searching every rule whose keyword is somewhere in it over all of it was most of a
+/// review's time.
+fn keyword_windows(text: &str, at: &[(usize, usize)], rule: usize) -> Vec<Range<usize>> {
+    let bytes = text.as_bytes();
+    let line_start = |i: usize| memchr::memrchr(b'\n', &bytes[..i]).map_or(0, |n| n + 1);
+    let line_end = |i: usize| memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
+    let mut windows: Vec<Range<usize>> = Vec::new();
+    for &(_, k) in at.iter().filter(|(r, _)| *r == rule) {
+        if windows.last().is_some_and(|w| k < w.end) {
+            continue;
+        }
+        let (mut start, mut end) = (line_start(k), line_end(k));
+        for _ in 0..imported::reach(rule) {
+            start = if start > 0 { line_start(start - 1) } else { 0 };
+            end = if end < bytes.len() {
+                line_end(end + 1)
+            } else {
+                end
+            };
+        }
+        match windows.last_mut() {
+            Some(last) if start <= last.end => last.end = end,
+            _ => windows.push(start..end),
+        }
+    }
+    windows
 }
 
 /// Sorts matches and removes overlaps. Redaction merges overlapping ranges so every byte of
