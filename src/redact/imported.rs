@@ -19,9 +19,8 @@ pub(super) struct Imported {
     pub(super) id: &'static str,
     pub(super) name: &'static str,
     pub(super) pattern: &'static str,
-    /// Literals one of which the text must hold: `(literal, case must match)`; otherwise in
-    /// any ASCII case, as gitleaks matches its lower-case keywords on lower-cased text.
-    pub(super) keywords: &'static [(&'static str, bool)],
+    /// Literals one of which the text must hold.
+    pub(super) keywords: &'static [Keyword],
     /// The secret must have more Shannon entropy than this (0: no threshold).
     pub(super) entropy: f64,
     /// The capture group that is the secret (0: the first that matched, or the whole match).
@@ -29,6 +28,17 @@ pub(super) struct Imported {
     /// The rule applies only to files whose path this matches.
     pub(super) path: Option<&'static str>,
     pub(super) allow: &'static [Allow],
+}
+
+/// A literal a rule's matches hold.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Keyword {
+    pub(super) text: &'static str,
+    /// Its case must match; otherwise any ASCII case does, as gitleaks matches its lower-case
+    /// keywords on lower-cased text.
+    pub(super) exact: bool,
+    /// It starts a word in every match (the pattern starts with `\b` and it).
+    pub(super) word_start: bool,
 }
 
 /// What an allowlist's regexes are matched against.
@@ -327,7 +337,7 @@ pub(super) fn has_keyword(i: usize, lower: &str) -> bool {
     keywords.is_empty()
         || keywords
             .iter()
-            .any(|(k, _)| lower.contains(&k.to_ascii_lowercase()))
+            .any(|k| lower.contains(&k.text.to_ascii_lowercase()))
 }
 
 fn trim_newlines(text: &str, mut r: Range<usize>) -> Range<usize> {

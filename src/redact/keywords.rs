@@ -8,7 +8,7 @@ use regex::Regex;
 use super::catalog::CATALOG;
 use super::contextual::{AWS_SECRET_KEYWORDS, PEM_KEYWORD, URL_KEYWORD, aws_before};
 use super::imported;
-use super::rules::RULES;
+use super::rules::{RULES, is_word};
 
 /// Words of [`Present::imported`]: one bit for each rule of [`CATALOG`].
 const IMPORTED_WORDS: usize = 4;
@@ -33,6 +33,8 @@ struct Literal {
     text: &'static str,
     needs: Needs,
     exact: bool,
+    /// It counts only where a word starts (no word byte before it).
+    word_start: bool,
 }
 
 impl Literal {
@@ -45,10 +47,12 @@ impl Literal {
             true => found == self.text.as_bytes(),
             false => found.eq_ignore_ascii_case(self.text.as_bytes()),
         };
-        same && match self.needs {
-            Needs::AwsSecretName => aws_before(bytes, at),
-            _ => true,
-        }
+        let starts_word = !self.word_start || at == 0 || !is_word(bytes[at - 1]);
+        same && starts_word
+            && match self.needs {
+                Needs::AwsSecretName => aws_before(bytes, at),
+                _ => true,
+            }
     }
 }
 
@@ -159,6 +163,7 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         text,
         needs,
         exact: true,
+        word_start: false,
     };
     let mut literals: Vec<Literal> = RULES
         .iter()
@@ -172,10 +177,11 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
             .map(|k| exact(k, Needs::AwsSecretName)),
     );
     literals.extend(imported::active().flat_map(|(i, r)| {
-        r.keywords.iter().map(move |&(text, exact)| Literal {
-            text,
+        r.keywords.iter().map(move |k| Literal {
+            text: k.text,
             needs: Needs::Imported(i),
-            exact,
+            exact: k.exact,
+            word_start: k.word_start,
         })
     }));
     Compiled {
