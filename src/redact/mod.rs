@@ -236,7 +236,7 @@ pub(super) fn scan(text: &str, mode: Mode, path: Option<&str>) -> Vec<SecretMatc
 
 /// The parts of `text` rule `rule` of gitleaks' catalog runs on: the line of each of its
 /// keywords (in `at`, (rule, offset)) with the lines its matches may reach either side
-/// ([`imported::reach`]), merged where they meet. Its matches hold a keyword, and a long text (a file's diff) holds common keywords (`key`, `token`) all over:
+/// ([`imported::reach`]), merged where they are close. Its matches hold a keyword, and a long text (a file's diff) holds common keywords (`key`, `token`) all over:
 /// searching every rule whose keyword is somewhere in it over all of it was most of a
 /// review's time.
 fn keyword_windows(text: &str, at: &[(usize, usize)], rule: usize) -> Vec<Range<usize>> {
@@ -258,12 +258,17 @@ fn keyword_windows(text: &str, at: &[(usize, usize)], rule: usize) -> Vec<Range<
             };
         }
         match windows.last_mut() {
-            Some(last) if start <= last.end => last.end = end,
+            Some(last) if start <= last.end + WINDOW_GAP => last.end = end,
             _ => windows.push(start..end),
         }
     }
     windows
 }
+
+/// Windows of [`keyword_windows`] closer than this are searched as one: a search has a cost
+/// of its own, and a file of code holds `key` or `token` every few lines (searching around
+/// each one was several times slower than searching the stretch).
+const WINDOW_GAP: usize = 4096;
 
 /// Sorts matches and removes overlaps. Redaction merges overlapping ranges so every byte of
 /// each is masked; detection keeps one match per place, preferring a specific rule.
