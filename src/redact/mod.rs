@@ -236,7 +236,8 @@ pub(super) fn scan(text: &str, mode: Mode, path: Option<&str>) -> Vec<SecretMatc
 
 /// The parts of `text` rule `rule` of gitleaks' catalog runs on: the line of each of its
 /// keywords (in `at`, (rule, offset)) with the lines its matches may reach either side
-/// ([`imported::reach`]), merged where they are close. Its matches hold a keyword, and a long text (a file's diff) holds common keywords (`key`, `token`) all over:
+/// ([`imported::reach`]), merged where they are close ([`WINDOW_GAP`]). Its matches hold a
+/// keyword, and a long text (a file's diff) holds common keywords (`key`, `token`) all over:
 /// searching every rule whose keyword is somewhere in it over all of it was most of a
 /// review's time.
 fn keyword_windows(text: &str, at: &[(usize, usize)], rule: usize) -> Vec<Range<usize>> {
