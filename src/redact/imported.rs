@@ -150,6 +150,36 @@ pub(super) fn reach(i: usize) -> usize {
     }
 }
 
+/// The assignment gitleaks' keyword-and-value rules (the generic rule, `adafruit = …`) put
+/// between the name holding their keyword and the value.
+const ASSIGNMENT: &str = r"(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)";
+
+/// Bytes after a keyword's end within which such a rule's assignment starts: the rest of the
+/// name and blanks (`[ \t\w.-]{0,20}`), quotes or a line break (`[\s'"]{0,3}`).
+const ASSIGNMENT_REACH: usize = 24;
+
+/// Whether `keyword` of rule `i` is in the name its pattern assigns a value to (`adafruit`
+/// in `adafruit_key = …`; not lob's `test_`, which is in the value): then a match holds an
+/// assignment right after it ([`assignment_follows`]).
+pub(super) fn names_a_value(i: usize, keyword: &str) -> bool {
+    let pattern = CATALOG[i].pattern;
+    pattern.find(ASSIGNMENT).is_some_and(|end| {
+        pattern[..end]
+            .to_ascii_lowercase()
+            .contains(&keyword.to_ascii_lowercase())
+    })
+}
+
+/// Whether an assignment byte follows `from` in `text` closely enough for a rule that assigns
+/// a value to a name. Code says `key` and `token` all the time, and most of them assign nothing.
+pub(super) fn assignment_follows(text: &[u8], from: usize) -> bool {
+    let from = from.min(text.len());
+    let to = (from + ASSIGNMENT_REACH).min(text.len());
+    text[from..to]
+        .iter()
+        .any(|b| matches!(b, b'=' | b'>' | b':' | b'|' | b','))
+}
+
 /// A rule's name for findings, by id.
 pub(super) fn name(id: &str) -> Option<&'static str> {
     CATALOG.iter().find(|r| r.id == id).map(|r| r.name)

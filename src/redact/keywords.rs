@@ -35,6 +35,9 @@ struct Literal {
     exact: bool,
     /// It counts only where a word starts (no word byte before it).
     word_start: bool,
+    /// It is in the name a rule assigns its value to: it counts only with an assignment after
+    /// it ([`imported::assignment_follows`]).
+    names_a_value: bool,
 }
 
 impl Literal {
@@ -48,7 +51,10 @@ impl Literal {
             false => found.eq_ignore_ascii_case(self.text.as_bytes()),
         };
         let starts_word = !self.word_start || at == 0 || !is_word(bytes[at - 1]);
+        let assigned =
+            !self.names_a_value || imported::assignment_follows(bytes, at + self.text.len());
         same && starts_word
+            && assigned
             && match self.needs {
                 Needs::AwsSecretName => aws_before(bytes, at),
                 _ => true,
@@ -164,6 +170,7 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         needs,
         exact: true,
         word_start: false,
+        names_a_value: false,
     };
     let mut literals: Vec<Literal> = RULES
         .iter()
@@ -182,6 +189,7 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
             needs: Needs::Imported(i),
             exact: k.exact,
             word_start: k.word_start,
+            names_a_value: imported::names_a_value(i, k.text),
         })
     }));
     Compiled {
