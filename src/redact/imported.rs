@@ -170,13 +170,17 @@ pub(super) fn names_a_value(i: usize, keyword: &str) -> bool {
     })
 }
 
-/// Whether an assignment byte follows `from` in `text` closely enough for a rule that assigns
-/// a value to a name. Code says `key` and `token` all the time, and most of them assign nothing.
+/// Whether an assignment byte follows `from` in `text`, on the same line, closely enough for a
+/// rule that assigns a value to a name. Code says `key` and `token` all the time, and most of
+/// them assign nothing. (A name with its `=` at the start of the next line, which gitleaks'
+/// patterns allow, is not looked for: a keyword is a line's own, so that a text searched in
+/// pieces of whole lines gives the keywords the whole text does.)
 pub(super) fn assignment_follows(text: &[u8], from: usize) -> bool {
     let from = from.min(text.len());
     let to = (from + ASSIGNMENT_REACH).min(text.len());
     text[from..to]
         .iter()
+        .take_while(|&&b| b != b'\n')
         .any(|b| matches!(b, b'=' | b'>' | b':' | b'|' | b','))
 }
 
