@@ -51,6 +51,7 @@
 //! line that passes one is read as text. So the lens stays fast on multi-megabyte diffs, and a
 //! diff in a legacy encoding is never decoded for it.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use memchr::memmem;
@@ -65,6 +66,8 @@ use crate::unicode::{self, Hidden};
 
 #[cfg(test)]
 mod corpus;
+#[cfg(test)]
+mod gitleaks;
 mod kinds;
 mod secrets;
 
@@ -212,6 +215,7 @@ pub fn prepare() {
 /// What the whole file's text (all sides) may contain, and what kind of file it is: checks it
 /// cannot trigger, or that do not apply to it, are skipped.
 struct FileCtx<'a> {
+    path: &'a str,
     text: &'a [u8],
     lang: Lang,
     /// Which hidden-character checks apply; `None` when the text is all ASCII.
@@ -229,7 +233,7 @@ struct FileCtx<'a> {
 }
 
 impl<'a> FileCtx<'a> {
-    fn new(path: &str, text: &'a [u8]) -> Self {
+    fn new(path: &'a str, text: &'a [u8]) -> Self {
         let lang = lang_of(path);
         let has = |i: usize| NEEDLES[i].find(text).is_some();
         // In tests and examples a debug statement is what the file runs or shows.
@@ -239,6 +243,7 @@ impl<'a> FileCtx<'a> {
             false => Some(text_kind(path)).filter(|k| *k != TextKind::NotText),
         };
         FileCtx {
+            path,
             text,
             lang,
             unicode,
@@ -266,16 +271,32 @@ fn review_file<'a, H, L>(
     let ctx = FileCtx::new(path, file_text);
     let mut keywords = KeywordLines::new(file_text, keywords);
     let mut hits = Vec::new();
+    // Added lines, kept for the rules that read a whole file of some kinds.
+    let mut added = redact::has_file_rules(path).then(Vec::new);
     for (hunk, lines) in hunks.into_iter().enumerate() {
-        for line in lines {
+        let lines: Vec<ByteLine<'a>> = lines.into_iter().collect();
+        for (i, line) in lines.iter().enumerate() {
             if line.kind != LineKind::Added {
                 continue;
             }
             let may_hold_secret = keywords.holds(line.text);
+            if let (Some(added), Some(n)) = (&mut added, line.new) {
+                added.push((hunk, n, line.text));
+            }
             if let Some(n) = line.new {
-                scan_line(diff, &ctx, hunk, n, line.text, may_hold_secret, &mut hits);
+                let next = continuation(&lines[i + 1..]);
+                let line = Line {
+                    hunk,
+                    number: n,
+                    bytes: line.text,
+                    next,
+                };
+                scan_line(diff, &ctx, &line, may_hold_secret, &mut hits);
             }
         }
+    }
+    if let Some(added) = added {
+        file_rule_hits(diff, &ctx, &added, &mut hits);
     }
     // `=======` alone is a Markdown/RST underline unless real markers surround it.
     if !hits
@@ -287,17 +308,73 @@ fn review_file<'a, H, L>(
     out.extend(group(path, hits));
 }
 
+/// The secrets gitleaks' rules for the kind of file `ctx` is find in its `added` lines (hunk,
+/// line number, bytes), each reported on the line its value starts on.
+fn file_rule_hits(
+    diff: &Diff,
+    ctx: &FileCtx<'_>,
+    added: &[(usize, u32, &[u8])],
+    hits: &mut Vec<Hit>,
+) {
+    let mut text = String::new();
+    let mut starts = Vec::with_capacity(added.len());
+    for (_, _, bytes) in added {
+        starts.push(text.len());
+        text.push_str(&diff.as_text(bytes));
+        text.push('\n');
+    }
+    for m in redact::find_file_secrets(ctx.path, &text) {
+        let i = starts.partition_point(|&s| s <= m.range.start) - 1;
+        let (hunk, line, _) = added[i];
+        let end = starts.get(i + 1).map_or(text.len(), |&e| e - 1);
+        let value = (m.range.start - starts[i])..(m.range.end.min(end) - starts[i]);
+        let line_text = &text[starts[i]..end];
+        let masked = redact::SecretMatch {
+            rule: m.rule,
+            range: value,
+        };
+        hits.push(Hit {
+            check: Check::Secret(m.rule),
+            hunk,
+            line,
+            note: masked_line(line_text, &[masked]),
+            chars: Vec::new(),
+        });
+    }
+}
+
+/// Added lines after a line that opens a value (`<apiToken>`, `key:`, a private key's BEGIN
+/// line) searched with it for the value: gitleaks' rules read a value on the next line.
+const CONTINUATION_LINES: usize = 2;
+
+/// The added lines right after a line, [`CONTINUATION_LINES`] at most.
+fn continuation<'l, 'a>(after: &'l [ByteLine<'a>]) -> &'l [ByteLine<'a>] {
+    let n = after
+        .iter()
+        .take(CONTINUATION_LINES)
+        .take_while(|l| l.kind == LineKind::Added)
+        .count();
+    &after[..n]
+}
+
+/// One added line: where it is, its bytes, and the added lines right after it.
+struct Line<'l, 'a> {
+    hunk: usize,
+    number: u32,
+    bytes: &'a [u8],
+    next: &'l [ByteLine<'a>],
+}
+
 /// Runs every check on one added line, given as the diff's bytes: the line is read as text
 /// only when a byte check says that some check can fire on it.
 fn scan_line(
     diff: &Diff,
     ctx: &FileCtx<'_>,
-    hunk: usize,
-    line: u32,
-    bytes: &[u8],
+    line: &Line<'_, '_>,
     may_hold_secret: bool,
     hits: &mut Vec<Hit>,
 ) {
+    let bytes = line.bytes;
     let holds = |needle: &[u8]| memmem::find(bytes, needle).is_some();
     let hidden = !bytes.is_ascii()
         && match ctx.unicode {
@@ -314,8 +391,39 @@ fn scan_line(
         || (ctx.python_debug && (holds(b"breakpoint(") || holds(b"set_trace(")));
     if may_fire {
         let text = diff.as_text(bytes);
-        scan_text(ctx, hunk, line, &text, may_hold_secret, hidden, hits);
+        let secrets = may_hold_secret.then(|| line_secrets(diff, ctx, &text, line.next));
+        scan_text(ctx, line.hunk, line.number, &text, secrets, hidden, hits);
     }
+}
+
+/// The secrets of an added line that holds a keyword, and the text their ranges are in: the
+/// line, or the line and the ones after it when it opens a value and holds none itself.
+fn line_secrets<'t>(
+    diff: &Diff,
+    ctx: &FileCtx<'_>,
+    text: &'t str,
+    next: &[ByteLine<'_>],
+) -> (Cow<'t, str>, Vec<redact::SecretMatch>) {
+    let found = redact::find_secrets_in(ctx.path, text);
+    // A BEGIN line alone looks like a key; the lines after it say whether one follows.
+    let begins_key = text.contains("PRIVATE KEY-----");
+    if next.is_empty() || !(opens_value(text) || begins_key) || (!found.is_empty() && !begins_key) {
+        return (Cow::Borrowed(text), found);
+    }
+    let mut window = text.to_owned();
+    for l in next {
+        window.push('\n');
+        window.push_str(&diff.as_text(l.text));
+    }
+    let found = redact::find_secrets_in(ctx.path, &window);
+    (Cow::Owned(window), found)
+}
+
+/// Whether a line ends where a value starts on the next line: an XML element or YAML key
+/// (`<apiToken>`, `token: |`), an assignment.
+fn opens_value(text: &str) -> bool {
+    let end = text.trim_end();
+    end.ends_with(['>', ':', '=', '|'])
 }
 
 /// The checks of [`scan_line`] on a line that may fire one, as text.
@@ -324,7 +432,7 @@ fn scan_text(
     hunk: usize,
     line: u32,
     text: &str,
-    may_hold_secret: bool,
+    secrets: Option<(Cow<'_, str>, Vec<redact::SecretMatch>)>,
     hidden: bool,
     hits: &mut Vec<Hit>,
 ) {
@@ -338,16 +446,13 @@ fn scan_text(
         })
     };
 
-    let found = match may_hold_secret {
-        true => redact::find_secrets(text),
-        false => Vec::new(),
-    };
+    let (shown, found) = secrets.unwrap_or_default();
     let secrets: Vec<_> = found
         .into_iter()
         .filter(|m| !(ctx.lockfile && m.rule == redact::GENERIC))
         .collect();
     if !secrets.is_empty() {
-        let masked = masked_line(text, &secrets);
+        let masked = masked_line(&shown, &secrets);
         let mut seen = Vec::new();
         for m in &secrets {
             if !seen.contains(&m.rule) {

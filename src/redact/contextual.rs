@@ -156,6 +156,11 @@ pub(super) fn private_keys(text: &str, mode: Mode, found: &mut Vec<SecretMatch>)
     let mut at = 0;
     while let Some(begin) = PEM_BEGIN_RE.find_at(text, at) {
         at = begin.end();
+        // `-----BEGIN … KEY----------END … KEY-----`: the BEGIN pattern's dashes and blanks
+        // reach over an empty block.
+        if begin.as_str().contains("-----END") {
+            continue;
+        }
         let window_end = floor_boundary(text, begin.end().saturating_add(PEM_WINDOW));
         let next_begin = PEM_BEGIN_RE.find_at(text, begin.end()).map(|m| m.start());
         let end = PEM_END_RE
@@ -163,6 +168,9 @@ pub(super) fn private_keys(text: &str, mode: Mode, found: &mut Vec<SecretMatch>)
             .map(|m| begin.end() + m.end())
             .filter(|&e| next_begin.is_none_or(|nb| e <= nb));
         let range = match end {
+            // gitleaks' tests: a block with no key body (`…-----\nanything\n-----END…`) is
+            // an example.
+            Some(end) if key_body_len(&bytes[begin.end()..end]) < PEM_MIN_BODY => continue,
             Some(end) => begin.start()..end,
             None => {
                 let body_end = key_body_end(bytes, begin.end());
@@ -187,6 +195,16 @@ pub(super) fn private_keys(text: &str, mode: Mode, found: &mut Vec<SecretMatch>)
             range,
         });
     }
+}
+
+/// Base64 characters a private key's body holds at least (gitleaks: 64).
+const PEM_MIN_BODY: usize = 64;
+
+fn key_body_len(block: &[u8]) -> usize {
+    block
+        .iter()
+        .filter(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/'))
+        .count()
 }
 
 fn key_body_end(bytes: &[u8], mut i: usize) -> usize {

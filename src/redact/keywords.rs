@@ -5,9 +5,13 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::catalog::CATALOG;
 use super::contextual::{AWS_SECRET_KEYWORDS, PEM_KEYWORD, URL_KEYWORD, aws_before};
-use super::generic::generic_candidates;
-use super::rules::RULES;
+use super::imported;
+use super::rules::{RULES, is_word};
+
+/// Words of [`Present::imported`]: one bit for each rule of [`CATALOG`].
+const IMPORTED_WORDS: usize = 4;
 
 pub(super) struct Compiled {
     /// Every literal some pattern needs ([`Compiled::literals`]), in one automaton: one pass
@@ -15,17 +19,55 @@ pub(super) struct Compiled {
     any: aho_corasick::AhoCorasick,
     /// `://`, searched on its own.
     url: memchr::memmem::Finder<'static>,
-    /// The literals of `any`, by pattern id, and what each one enables.
-    literals: Vec<(&'static str, Needs)>,
+    /// The literals of `any` by first byte, each under every byte it may start with (both cases unless
+    /// its case must match): what [`Compiled::found`] checks at each byte of a match.
+    by_first: Vec<Vec<Literal>>,
     /// Compiled on first need: most texts never hold most rules' keywords, and compiling every
     /// pattern up front was a measurable part of a short run.
     pub(super) rules: Vec<std::sync::OnceLock<Regex>>,
 }
 
-/// What a literal's presence lets run: one rule of [`RULES`], or a pattern outside them.
+/// One literal of the automaton.
+#[derive(Debug, Clone, Copy)]
+struct Literal {
+    text: &'static str,
+    needs: Needs,
+    exact: bool,
+    /// It counts only where a word starts (no word byte before it).
+    word_start: bool,
+    /// It is in the name a rule assigns its value to: it counts only with an assignment after
+    /// it ([`imported::assignment_follows`]).
+    names_a_value: bool,
+}
+
+impl Literal {
+    /// Whether `bytes` at `at` hold this literal where it counts.
+    fn holds(&self, bytes: &[u8], at: usize) -> bool {
+        let Some(found) = bytes.get(at..at + self.text.len()) else {
+            return false;
+        };
+        let same = match self.exact {
+            true => found == self.text.as_bytes(),
+            false => found.eq_ignore_ascii_case(self.text.as_bytes()),
+        };
+        let starts_word = !self.word_start || at == 0 || !is_word(bytes[at - 1]);
+        let assigned =
+            !self.names_a_value || imported::assignment_follows(bytes, at + self.text.len());
+        same && starts_word
+            && assigned
+            && match self.needs {
+                Needs::AwsSecretName => aws_before(bytes, at),
+                _ => true,
+            }
+    }
+}
+
+/// What a literal's presence lets run: one rule of [`RULES`], one of gitleaks' catalog
+/// ([`CATALOG`]), or a pattern outside them.
 #[derive(Debug, Clone, Copy)]
 enum Needs {
     Rule(usize),
+    Imported(usize),
     PrivateKey,
     AwsSecretName,
 }
@@ -35,6 +77,10 @@ enum Needs {
 pub(super) struct Present {
     /// Bit `i`: rule `i` of [`RULES`].
     pub(super) rules: u64,
+    /// Bit `i % 64` of word `i / 64`: rule `i` of [`CATALOG`].
+    pub(super) imported: [u64; IMPORTED_WORDS],
+    /// Where the keywords of the rules of [`CATALOG`] are: (rule, byte offset), in order.
+    pub(super) imported_at: Vec<(usize, usize)>,
     pub(super) private_key: bool,
     pub(super) url: bool,
     pub(super) aws_secret_name: bool,
@@ -44,25 +90,44 @@ impl Present {
     fn add(&mut self, needs: Needs) {
         match needs {
             Needs::Rule(i) => self.rules |= 1 << i,
+            Needs::Imported(i) => self.imported[i / 64] |= 1 << (i % 64),
             Needs::PrivateKey => self.private_key = true,
             Needs::AwsSecretName => self.aws_secret_name = true,
         }
     }
 
     pub(super) fn any(&self) -> bool {
-        self.rules != 0 || self.private_key || self.url || self.aws_secret_name
+        self.rules != 0
+            || self.imported.iter().any(|&w| w != 0)
+            || self.private_key
+            || self.url
+            || self.aws_secret_name
+    }
+
+    /// The rules of [`CATALOG`] whose keywords the text holds, by index.
+    pub(super) fn imported(&self) -> impl Iterator<Item = usize> + '_ {
+        self.imported.iter().enumerate().flat_map(|(w, &bits)| {
+            (0..64)
+                .filter(move |b| bits & (1 << b) != 0)
+                .map(move |b| w * 64 + b)
+        })
     }
 }
 
 impl Compiled {
-    /// The literals' matches in `text` (but `://`, [`Compiled::url_starts`]).
-    fn matches<'t>(&'t self, bytes: &'t [u8]) -> impl Iterator<Item = aho_corasick::Match> + 't {
-        self.any
-            .find_iter(bytes)
-            .filter(move |m| match self.literals[m.pattern().as_usize()].1 {
-                Needs::AwsSecretName => aws_before(bytes, m.start()),
-                _ => true,
+    /// The literals in `text` (but `://`, [`Compiled::url_starts`]): where each starts and
+    /// what it enables. The automaton matches every literal in any case and reports matches
+    /// that do not overlap, so each of its matches is checked here for the literals that
+    /// really start inside it (matches are rare: this runs only where a text holds a keyword).
+    fn found<'t>(&'t self, bytes: &'t [u8]) -> impl Iterator<Item = (usize, Needs)> + 't {
+        self.any.find_iter(bytes).flat_map(move |m| {
+            (m.start()..m.end()).flat_map(move |q| {
+                self.by_first[usize::from(bytes[q])]
+                    .iter()
+                    .filter(move |l| l.holds(bytes, q))
+                    .map(move |l| (q, l.needs))
             })
+        })
     }
 
     /// Where `://` starts in `text` with an `@` after it before the next `/` or blank:
@@ -80,23 +145,17 @@ impl Compiled {
         })
     }
 
-    /// Which patterns can match in `text`. The automaton reports matches that do not overlap,
-    /// so a literal starting inside another one's match is looked for by hand (matches are
-    /// rare: this runs only on the parts of a text that hold a keyword).
+    /// Which patterns can match in `text`.
     pub(super) fn present(&self, text: &str) -> Present {
         let bytes = text.as_bytes();
         let mut present = Present {
             url: self.url_starts(bytes).next().is_some(),
             ..Present::default()
         };
-        for m in self.matches(bytes) {
-            present.add(self.literals[m.pattern().as_usize()].1);
-            for q in m.start() + 1..m.end() {
-                for (literal, needs) in &self.literals {
-                    if bytes[q..].starts_with(literal.as_bytes()) {
-                        present.add(*needs);
-                    }
-                }
+        for (at, needs) in self.found(bytes) {
+            present.add(needs);
+            if let Needs::Imported(i) = needs {
+                present.imported_at.push((i, at));
             }
         }
         present
@@ -105,31 +164,64 @@ impl Compiled {
 
 pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     const _: () = assert!(RULES.len() <= 64, "Present::rules is a u64");
-    let mut literals: Vec<(&'static str, Needs)> = RULES
+    const _: () = assert!(CATALOG.len() <= 64 * IMPORTED_WORDS, "Present::imported");
+    let exact = |text, needs| Literal {
+        text,
+        needs,
+        exact: true,
+        word_start: false,
+        names_a_value: false,
+    };
+    let mut literals: Vec<Literal> = RULES
         .iter()
         .enumerate()
-        .flat_map(|(i, r)| r.keywords.iter().map(move |k| (*k, Needs::Rule(i))))
+        .flat_map(|(i, r)| r.keywords.iter().map(move |k| exact(k, Needs::Rule(i))))
         .collect();
-    literals.push((PEM_KEYWORD, Needs::PrivateKey));
+    literals.push(exact(PEM_KEYWORD, Needs::PrivateKey));
     literals.extend(
         AWS_SECRET_KEYWORDS
             .iter()
-            .map(|k| (*k, Needs::AwsSecretName)),
+            .map(|k| exact(k, Needs::AwsSecretName)),
     );
+    literals.extend(imported::active().flat_map(|(i, r)| {
+        r.keywords.iter().map(move |k| Literal {
+            text: k.text,
+            needs: Needs::Imported(i),
+            exact: k.exact,
+            word_start: k.word_start,
+            names_a_value: imported::names_a_value(i, k.text),
+        })
+    }));
     Compiled {
         // Leftmost-first rather than standard semantics: only that enables the SIMD
         // prefilter ([`Compiled::present`] finds the overlapping literals it skips).
         any: aho_corasick::AhoCorasick::builder()
             .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+            .ascii_case_insensitive(true)
             // The prefilter does the searching; a DFA would only cost start-up time to build.
             .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
-            .build(literals.iter().map(|l| l.0))
+            .build(literals.iter().map(|l| l.text))
             .unwrap_or_else(|e| panic!("secret keywords: {e}")),
         url: memchr::memmem::Finder::new(URL_KEYWORD),
-        literals,
+        by_first: by_first(&literals),
         rules: RULES.iter().map(|_| std::sync::OnceLock::new()).collect(),
     }
 });
+
+fn by_first(literals: &[Literal]) -> Vec<Vec<Literal>> {
+    let mut by_first = vec![Vec::new(); 256];
+    for l in literals {
+        let b = l.text.as_bytes()[0];
+        let mut firsts = vec![b];
+        if !l.exact && b.to_ascii_lowercase() != b.to_ascii_uppercase() {
+            firsts = vec![b.to_ascii_lowercase(), b.to_ascii_uppercase()];
+        }
+        for f in firsts {
+            by_first[usize::from(f)].push(*l);
+        }
+    }
+    by_first
+}
 
 /// Builds the keyword automaton every secret search starts with (it is built on first use
 /// otherwise).
@@ -143,9 +235,8 @@ pub fn prepare() {
 /// skips the lines without a keyword. (Keywords hold no line break, and neither does what
 /// [`generic_candidates`] looks at: every line that holds one has a start inside it.)
 pub fn keyword_starts(text: &[u8]) -> Vec<usize> {
-    let mut starts: Vec<usize> = COMPILED.matches(text).map(|m| m.start()).collect();
+    let mut starts: Vec<usize> = COMPILED.found(text).map(|(at, _)| at).collect();
     starts.extend(COMPILED.url_starts(text));
-    starts.extend(generic_candidates(text));
     starts.sort_unstable();
     starts.dedup();
     starts

@@ -239,16 +239,28 @@ pub fn secret_values(text: &str) -> Vec<(&'static str, &str)> {
 /// [`secret_values`] of a file's bytes, UTF-8 or not, given their [`keyword_starts`] (found
 /// once, shared by callers). Each part that can hold a secret is decoded on its own, as the
 /// decoded diff has it: the values are those of the text a review shows.
+///
+/// Each line's diff marker (`+`, `-`, ` `) is left out first, so that a value on the line after
+/// its name (`<apiToken>` then the token) is found as in the file itself.
 pub fn secret_values_in(bytes: &[u8], keywords: &[usize]) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
     for region in keyword_regions(bytes, keywords) {
-        let text = String::from_utf8_lossy(&bytes[region]);
+        let text = without_markers(&String::from_utf8_lossy(&bytes[region]));
         let found = find_secrets(&text);
         out.extend(
             secret_values_of(&text, found)
                 .into_iter()
                 .map(|(rule, value)| (rule, value.to_owned())),
         );
+    }
+    out
+}
+
+/// `text`, lines of a diff, without each line's leading `+`, `-` or ` `.
+fn without_markers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        out.push_str(line.strip_prefix(['+', '-', ' ']).unwrap_or(line));
     }
     out
 }

@@ -5,34 +5,36 @@
 //! cheap on clean text (one literal pre-filter pass, no allocation) and idempotent (it masks
 //! until nothing matches, and a mask never matches a rule).
 //!
-//! [`find_secrets`] is the detector behind the `builtin` lens. It uses the same rules plus:
-//! - per-rule Shannon-entropy thresholds and plausibility checks (placeholders such as
-//!   `ghp_xxxx…` or `xoxb-your-token-here` are not reported);
-//! - `generic-api-key` (keyword + assignment + a 10–150 character value with entropy ≥ 3.5,
-//!   at least one letter and one digit, and no template or placeholder look).
+//! [`find_secrets`] is the detector behind the `builtin` lens. Both run the same rules:
+//! reviewbot's own token rules (`rules`, `contextual`) and gitleaks' catalog (`catalog`,
+//! imported from data/gitleaks/ by scripts/import-gitleaks.py; `imported` runs it), with the
+//! same checks: per-rule Shannon-entropy thresholds, plausibility checks (placeholders such
+//! as `ghp_xxxx…` or `xoxb-your-token-here` are neither reported nor masked) and gitleaks'
+//! global and per-rule allowlists.
 //!
 //! Choices made here:
-//! - `generic-api-key` is **detection only**: `redact` runs on code shown to reviewers and on
-//!   their findings, and a generic rule would garble cache keys, hashes and identifiers there.
-//!   The builtin lens never shows a detected value, generic or not.
-//! - `redact` ignores entropy thresholds: masking a token-shaped placeholder costs nothing,
-//!   missing a real token costs a rotation. The `…EXAMPLE` AWS allowlist applies to both.
+//! - `generic-api-key` (gitleaks' rule: a keyword, an assignment and a 10–150 character value
+//!   with entropy over 3.5, less a long allowlist) is **detection only**: `redact` runs on
+//!   code shown to reviewers and on their findings, and a generic rule would garble cache
+//!   keys, hashes and identifiers there. The builtin lens never shows a detected value,
+//!   generic or not, and what it finds is remembered and masked on every channel after.
 //! - `gitleaks:allow` markers are ignored: the PR author controls them.
 //! - Boundaries survive ANSI colour codes (`\x1b[31m`) and JSON/string escapes (`\n`, `\t`)
-//!   on both sides of a token.
+//!   on both sides of a token (reviewbot's own rules).
 //! - A multi-line private-key block keeps its line breaks (and a leading diff `+`/`-`/` `
 //!   marker) when masked, so a masked diff keeps its line numbers.
 //!
-//! The parts: the token rules (`rules`), the keyword index that decides which of them run on
-//! a text (`keywords`), the rules that look past one token (`contextual`), the generic rule
-//! (`generic`), the values remembered as secrets (`known`) and the log writer (`writer`). The
-//! scan that runs them and the masking are here.
+//! The parts: the token rules (`rules`), gitleaks' catalog and how it runs (`catalog`,
+//! `imported`), the keyword index that decides which of them run on a text (`keywords`), the
+//! rules that look past one token (`contextual`), the values remembered as secrets (`known`)
+//! and the log writer (`writer`). The scan that runs them and the masking are here.
 
 use std::borrow::Cow;
 use std::ops::Range;
 
+mod catalog;
 mod contextual;
-mod generic;
+mod imported;
 mod keywords;
 mod known;
 mod rules;
@@ -41,14 +43,13 @@ pub(crate) mod tests;
 mod writer;
 
 use contextual::{named_aws_secrets, paired_aws_secrets, private_keys, url_passwords};
-use generic::{first_generic_candidate, generic_keys};
 use keywords::COMPILED;
 use known::find_known;
 use rules::compile;
 use rules::{RULES, is_word};
 
 pub use contextual::URL_PASSWORD_PATTERN;
-pub use generic::GENERIC_PATTERN;
+pub use imported::pattern as catalog_pattern;
 pub use keywords::{keyword_starts, prepare};
 pub use known::{KnownSecrets, remember, remember_for_process, secret_values, secret_values_in};
 pub use writer::{RedactingWriter, redacting_stderr};
@@ -64,7 +65,7 @@ pub struct SecretMatch {
 
 /// Masks every secret in `text`. Borrows when nothing matches.
 pub fn redact(text: &str) -> Cow<'_, str> {
-    let found = scan(text, Mode::Redact);
+    let found = scan(text, Mode::Redact, None);
     if found.is_empty() {
         return Cow::Borrowed(text);
     }
@@ -72,7 +73,7 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     // Masking changes the context around a secret (a token that was glued to another one can
     // become free-standing), so repeat until nothing matches: that makes `redact` idempotent.
     for _ in 0..8 {
-        let again = scan(&out, Mode::Redact);
+        let again = scan(&out, Mode::Redact, None);
         if again.is_empty() {
             break;
         }
@@ -93,7 +94,33 @@ pub fn mask_value<'t>(text: &'t str, secret: &str, mark: &str) -> Cow<'t, str> {
 /// Every secret in `text`, in order, without overlaps (a specific rule wins over
 /// `generic-api-key`). See the module documentation for how this differs from [`redact`].
 pub fn find_secrets(text: &str) -> Vec<SecretMatch> {
-    scan(text, Mode::Detect)
+    scan(text, Mode::Detect, None)
+}
+
+/// [`find_secrets`] in a text of the file at `path`: gitleaks' rules for some kinds of file
+/// (Terraform passwords, Kubernetes secrets, NuGet configuration) run only here, and its
+/// allowlisted paths (lock files, images) are left out.
+pub fn find_secrets_in(path: &str, text: &str) -> Vec<SecretMatch> {
+    scan(text, Mode::Detect, Some(path))
+}
+
+/// Whether one of gitleaks' rules for some kinds of file applies to the file at `path`
+/// ([`find_file_secrets`]).
+pub fn has_file_rules(path: &str) -> bool {
+    imported::file_rules(path).next().is_some()
+}
+
+/// The secrets the rules for the kind of file at `path` find in `text`, all its added lines:
+/// their values may be lines away from what names them (a Kubernetes secret's `data:`).
+pub fn find_file_secrets(path: &str, text: &str) -> Vec<SecretMatch> {
+    let lower = text.to_ascii_lowercase();
+    let mut found = Vec::new();
+    for i in imported::file_rules(path) {
+        if imported::has_keyword(i, &lower) {
+            imported::find(i, text, Mode::Detect, Some(path), &mut found);
+        }
+    }
+    resolve(found, Mode::Detect)
 }
 
 /// A human name for a rule id (`github-pat` → `GitHub personal access token`).
@@ -104,7 +131,11 @@ pub fn rule_name(rule: &str) -> Option<&'static str> {
         URL_PASSWORD => return Some("password in a URL"),
         _ => {}
     }
-    RULES.iter().find(|r| r.id == rule).map(|r| r.name)
+    RULES
+        .iter()
+        .find(|r| r.id == rule)
+        .map(|r| r.name)
+        .or_else(|| imported::name(rule))
 }
 
 /// Rule id of the `generic-api-key` rule, whose matches are less certain than the others.
@@ -124,19 +155,14 @@ pub(super) enum Mode {
     Detect,
 }
 
-pub(super) fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
+pub(super) fn scan(text: &str, mode: Mode, path: Option<&str>) -> Vec<SecretMatch> {
     let c = &*COMPILED;
-    // Where the generic rule's search starts, if it can match at all.
-    let generic = match mode {
-        Mode::Detect => first_generic_candidate(text.as_bytes()),
-        Mode::Redact => None,
-    };
     let mut found = Vec::new();
     if mode == Mode::Redact {
         find_known(text, &mut found);
     }
     let present = c.present(text);
-    if generic.is_none() && !present.any() {
+    if !present.any() {
         return resolve(found, mode);
     }
     let bytes = text.as_bytes();
@@ -165,11 +191,15 @@ pub(super) fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
             }
             at = range.end.max(next_char(text, range.start));
             let token = &text[range.clone()];
-            if rule.allow.is_some_and(|f| f(token)) {
-                continue;
-            }
-            if mode == Mode::Detect
-                && (entropy(token) < rule.min_entropy || rule.plausible.is_some_and(|f| !f(token)))
+            if rule.allow.is_some_and(|f| f(token))
+                || entropy(token) < rule.min_entropy
+                || rule.plausible.is_some_and(|f| !f(token))
+                || imported::allowed_own(
+                    rule.id,
+                    token,
+                    &text[imported::line_of(text, &range)],
+                    path,
+                )
             {
                 continue;
             }
@@ -177,6 +207,16 @@ pub(super) fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
                 rule: rule.id,
                 range,
             });
+        }
+    }
+    for i in present.imported() {
+        for window in keyword_windows(text, &present.imported_at, i) {
+            let base = window.start;
+            let before = found.len();
+            imported::find(i, &text[window], mode, path, &mut found);
+            for m in &mut found[before..] {
+                m.range = base + m.range.start..base + m.range.end;
+            }
         }
     }
     if present.private_key {
@@ -191,11 +231,45 @@ pub(super) fn scan(text: &str, mode: Mode) -> Vec<SecretMatch> {
     if found.iter().any(|m| m.rule == "aws-access-token") {
         paired_aws_secrets(text, mode, &mut found);
     }
-    if let Some(from) = generic {
-        generic_keys(text, from, &mut found);
-    }
     resolve(found, mode)
 }
+
+/// The parts of `text` rule `rule` of gitleaks' catalog runs on: the line of each of its
+/// keywords (in `at`, (rule, offset)) with the lines its matches may reach either side
+/// ([`imported::reach`]), merged where they are close ([`WINDOW_GAP`]). Its matches hold a
+/// keyword, and a long text (a file's diff) holds common keywords (`key`, `token`) all over:
+/// searching every rule whose keyword is somewhere in it over all of it was most of a
+/// review's time.
+fn keyword_windows(text: &str, at: &[(usize, usize)], rule: usize) -> Vec<Range<usize>> {
+    let bytes = text.as_bytes();
+    let line_start = |i: usize| memchr::memrchr(b'\n', &bytes[..i]).map_or(0, |n| n + 1);
+    let line_end = |i: usize| memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
+    let mut windows: Vec<Range<usize>> = Vec::new();
+    for &(_, k) in at.iter().filter(|(r, _)| *r == rule) {
+        if windows.last().is_some_and(|w| k < w.end) {
+            continue;
+        }
+        let (mut start, mut end) = (line_start(k), line_end(k));
+        for _ in 0..imported::reach(rule) {
+            start = if start > 0 { line_start(start - 1) } else { 0 };
+            end = if end < bytes.len() {
+                line_end(end + 1)
+            } else {
+                end
+            };
+        }
+        match windows.last_mut() {
+            Some(last) if start <= last.end + WINDOW_GAP => last.end = end,
+            _ => windows.push(start..end),
+        }
+    }
+    windows
+}
+
+/// Windows of [`keyword_windows`] closer than this are searched as one: a search has a cost
+/// of its own, and a file of code holds `key` or `token` every few lines (searching around
+/// each one was several times slower than searching the stretch).
+const WINDOW_GAP: usize = 4096;
 
 /// Sorts matches and removes overlaps. Redaction merges overlapping ranges so every byte of
 /// each is masked; detection keeps one match per place, preferring a specific rule.

@@ -110,8 +110,15 @@ pub(super) const RULES: &[Rule] = &[
         left: true,
         right: None,
         min_entropy: 3.0,
-        // Real Slack tokens carry numeric workspace/user ids; `xoxb-your-token-here` does not.
-        plausible: Some(|t| longest_digit_run(t) >= 6),
+        // Real Slack tokens carry numeric workspace and user ids, two of them at least, and end
+        // in a body; `xoxb-your-token-here`, `xoxp-1234567890` and `xoxp-…-` do not.
+        plausible: Some(|t| {
+            let ids = t
+                .split('-')
+                .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
+                .count();
+            longest_digit_run(t) >= 6 && ids >= 2 && !t.ends_with('-')
+        }),
         allow: None,
     },
     Rule {
@@ -151,12 +158,18 @@ pub(super) const RULES: &[Rule] = &[
         id: "anthropic-api-key",
         name: "Anthropic API key",
         keywords: &["sk-ant-"],
-        // Covers `sk-ant-api03-…AA` and the admin keys `sk-ant-admin01-…AA`.
+        // `sk-ant-api03-…AA`; the admin keys (`sk-ant-admin01-…AA`) are gitleaks'
+        // `anthropic-admin-api-key`.
         pattern: r"sk-ant-[A-Za-z0-9_-]{20,}",
         left: true,
         right: None,
         min_entropy: 3.0,
-        plausible: None,
+        // A key's body is 93 characters and `AA` (gitleaks' tests hold shorter ones to be
+        // examples).
+        plausible: Some(|t| {
+            t.strip_prefix("sk-ant-api03-")
+                .is_some_and(|b| b.len() == 95 && b.ends_with("AA"))
+        }),
         allow: None,
     },
     Rule {
