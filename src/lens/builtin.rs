@@ -864,47 +864,11 @@ fn list(items: &[String]) -> String {
     }
 }
 
+/// A finding's title and body, for the check it reports and the hits it groups.
 fn describe(check: Check, members: &[Hit], at: &Where) -> (String, String) {
     match check {
-        Check::Secret(rule) if rule == redact::GENERIC => (
-            format!("Possible committed secret ({rule})"),
-            format!(
-                "{} what looks like a hard-coded credential: a key, token or password name \
-                 assigned a random-looking value (rule `{rule}`). The value is masked here: {}. If \
-                 it is real, treat it as leaked and revoke or rotate it now; deleting it from the \
-                 branch is not enough once it has been pushed, because it stays in the Git history \
-                 and in every clone. Then load it at runtime from the environment or a secret \
-                 store. If it is a test value, make that obvious in its name or value.",
-                at.says("assign"),
-                code_span(&members[0].note),
-            ),
-        ),
-        Check::Secret(rule) => {
-            let name = redact::rule_name(rule).unwrap_or("secret");
-            let article = if name.starts_with(['A', 'E', 'I', 'O', 'U']) || name.starts_with("npm")
-            {
-                "an"
-            } else {
-                "a"
-            };
-            let key_note = if rule == "private-key" {
-                " Replace the key pair and remove the public key wherever it is trusted."
-            } else {
-                ""
-            };
-            (
-                format!("Committed secret: {name} ({rule})"),
-                format!(
-                    "{} what looks like {article} {name} (rule `{rule}`). The value is masked \
-                     here: {}. Treat it as leaked: revoke or rotate it now.{key_note} Deleting it \
-                     from the branch is not enough once it has been pushed, because it stays in \
-                     the Git history and in every clone and fork. Then load it at runtime from the \
-                     environment or a secret store instead of committing it.",
-                    at.says("add"),
-                    code_span(&members[0].note),
-                ),
-            )
-        }
+        Check::Secret(rule) => describe_secret(rule, members, at),
+        Check::Bidi | Check::Tags | Check::Invisible => describe_hidden(check, members, at),
         Check::Conflict => {
             let mut markers: Vec<String> = Vec::new();
             for h in members {
@@ -921,58 +885,6 @@ fn describe(check: Check, members: &[Hit], at: &Where) -> (String, String) {
                      Resolve the conflict, keep the intended lines and delete the markers.",
                     at.says("hold"),
                     list(&markers),
-                ),
-            )
-        }
-        Check::Bidi => {
-            let names: Vec<String> = distinct_chars(members)
-                .into_iter()
-                .map(unicode::name)
-                .collect();
-            (
-                "Bidirectional control character (Trojan Source)".to_owned(),
-                format!(
-                    "{} {}. Bidirectional control characters make text display in a different \
-                     order from the one the compiler or interpreter reads (the Trojan Source \
-                     attack, CVE-2021-42574), so reviewers can be shown code that is not what \
-                     runs. Delete {it}; if right-to-left text is really needed inside a string, \
-                     write it with escape sequences so it stays visible.",
-                    at.says("contain"),
-                    list(&names),
-                    it = if names.len() == 1 { "it" } else { "them" },
-                ),
-            )
-        }
-        Check::Tags => {
-            let count = members.iter().map(|h| h.chars.len()).sum::<usize>();
-            (
-                "Hidden Unicode tag characters".to_owned(),
-                format!(
-                    "{} {count} Unicode tag character{} (U+E0000 to U+E007F). Tag characters \
-                     render as nothing but map one-to-one onto ASCII, so they can smuggle hidden \
-                     text past reviewers, including instructions aimed at AI assistants and review \
-                     bots. Delete {it}.",
-                    at.says("contain"),
-                    if count == 1 { "" } else { "s" },
-                    it = if count == 1 { "it" } else { "them" },
-                ),
-            )
-        }
-        Check::Invisible => {
-            let names: Vec<String> = distinct_chars(members)
-                .into_iter()
-                .map(unicode::name)
-                .collect();
-            (
-                "Invisible Unicode character".to_owned(),
-                format!(
-                    "{} {}. Invisible characters render as nothing, so identifiers or strings that \
-                     look the same can differ, and comparisons, lookups or parsing fail in ways a \
-                     reviewer cannot see. Delete {it}, or write {it} as an escape sequence if \
-                     intended.",
-                    at.says("contain"),
-                    list(&names),
-                    it = if names.len() == 1 { "it" } else { "them" },
                 ),
             )
         }
@@ -1021,6 +933,109 @@ fn describe(check: Check, members: &[Hit], at: &Where) -> (String, String) {
                 at.says("call"),
             ),
         ),
+    }
+}
+
+/// A committed secret: what it looks like, masked, and what to do about a leaked credential.
+fn describe_secret(rule: &'static str, members: &[Hit], at: &Where) -> (String, String) {
+    if rule == redact::GENERIC {
+        return (
+            format!("Possible committed secret ({rule})"),
+            format!(
+                "{} what looks like a hard-coded credential: a key, token or password name \
+                 assigned a random-looking value (rule `{rule}`). The value is masked here: {}. If \
+                 it is real, treat it as leaked and revoke or rotate it now; deleting it from the \
+                 branch is not enough once it has been pushed, because it stays in the Git history \
+                 and in every clone. Then load it at runtime from the environment or a secret \
+                 store. If it is a test value, make that obvious in its name or value.",
+                at.says("assign"),
+                code_span(&members[0].note),
+            ),
+        );
+    }
+    {
+        let name = redact::rule_name(rule).unwrap_or("secret");
+        let article = if name.starts_with(['A', 'E', 'I', 'O', 'U']) || name.starts_with("npm") {
+            "an"
+        } else {
+            "a"
+        };
+        let key_note = if rule == "private-key" {
+            " Replace the key pair and remove the public key wherever it is trusted."
+        } else {
+            ""
+        };
+        (
+            format!("Committed secret: {name} ({rule})"),
+            format!(
+                "{} what looks like {article} {name} (rule `{rule}`). The value is masked \
+                     here: {}. Treat it as leaked: revoke or rotate it now.{key_note} Deleting it \
+                     from the branch is not enough once it has been pushed, because it stays in \
+                     the Git history and in every clone and fork. Then load it at runtime from the \
+                     environment or a secret store instead of committing it.",
+                at.says("add"),
+                code_span(&members[0].note),
+            ),
+        )
+    }
+}
+
+/// Characters that make the code read differently from what runs.
+fn describe_hidden(check: Check, members: &[Hit], at: &Where) -> (String, String) {
+    match check {
+        Check::Bidi => {
+            let names: Vec<String> = distinct_chars(members)
+                .into_iter()
+                .map(unicode::name)
+                .collect();
+            (
+                "Bidirectional control character (Trojan Source)".to_owned(),
+                format!(
+                    "{} {}. Bidirectional control characters make text display in a different \
+                     order from the one the compiler or interpreter reads (the Trojan Source \
+                     attack, CVE-2021-42574), so reviewers can be shown code that is not what \
+                     runs. Delete {it}; if right-to-left text is really needed inside a string, \
+                     write it with escape sequences so it stays visible.",
+                    at.says("contain"),
+                    list(&names),
+                    it = if names.len() == 1 { "it" } else { "them" },
+                ),
+            )
+        }
+        Check::Tags => {
+            let count = members.iter().map(|h| h.chars.len()).sum::<usize>();
+            (
+                "Hidden Unicode tag characters".to_owned(),
+                format!(
+                    "{} {count} Unicode tag character{} (U+E0000 to U+E007F). Tag characters \
+                     render as nothing but map one-to-one onto ASCII, so they can smuggle hidden \
+                     text past reviewers, including instructions aimed at AI assistants and review \
+                     bots. Delete {it}.",
+                    at.says("contain"),
+                    if count == 1 { "" } else { "s" },
+                    it = if count == 1 { "it" } else { "them" },
+                ),
+            )
+        }
+        // Check::Invisible, the only other one it is given.
+        _ => {
+            let names: Vec<String> = distinct_chars(members)
+                .into_iter()
+                .map(unicode::name)
+                .collect();
+            (
+                "Invisible Unicode character".to_owned(),
+                format!(
+                    "{} {}. Invisible characters render as nothing, so identifiers or strings that \
+                     look the same can differ, and comparisons, lookups or parsing fail in ways a \
+                     reviewer cannot see. Delete {it}, or write {it} as an escape sequence if \
+                     intended.",
+                    at.says("contain"),
+                    list(&names),
+                    it = if names.len() == 1 { "it" } else { "them" },
+                ),
+            )
+        }
     }
 }
 

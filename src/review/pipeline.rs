@@ -8,13 +8,13 @@ use crate::attributes::{Attributes, Guard};
 use crate::config::ReviewConfig;
 use crate::context::{Context, ContextReport, Source};
 use crate::diff::Diff;
-use crate::evidence::{MergeMember, Record};
+use crate::evidence::{Evidence, MergeMember, Record};
 use crate::ids::LensName;
 use crate::lens::backend::Runs;
 use crate::lens::builtin::KeywordSearch;
 use crate::lens::registry::backend;
 use crate::lens::verdicts::VerdictKind;
-use crate::lens::{LensRequest, LensSpec, PrInfo, Provenance};
+use crate::lens::{LensRequest, LensRun, LensSpec, PrInfo, Provenance};
 use crate::plan::{self, PlanOptions};
 use crate::review::anchor::{Anchored, HeadText, anchor, suggestion_problem};
 use crate::review::finding::{Checked, Finding, Fingerprints};
@@ -192,45 +192,16 @@ pub async fn review_with(
     let runs = panel.run(lenses, input, observer).await;
     crate::timing::mark("lenses done");
 
-    let mut findings = Vec::new();
-    let mut provenance = Vec::with_capacity(runs.len());
     let place_on = at.anchors.unwrap_or(&diff);
     let head = HeadText {
         snapshot: context.root.as_deref(),
         diff: place_on,
     };
-    let mut dropped_unfounded = 0;
-    let mut fingerprints = Fingerprints::default();
-    for run in runs {
-        if let Some(response) = run.response {
-            let lens = &run.provenance.lens;
-            for mut raw in response.findings {
-                match anchor(&mut raw, &head) {
-                    Anchored::Unfounded => {
-                        dropped_unfounded += 1;
-                        if let Some(ev) = &panel.evidence {
-                            ev.record(&Record::Unfounded {
-                                lens: lens.as_str(),
-                                path: &raw.path,
-                                line: raw.line,
-                                title: &raw.title,
-                                quote: raw.quote.as_deref().unwrap_or_default(),
-                            });
-                        }
-                        continue;
-                    }
-                    Anchored::Moved { .. } | Anchored::Kept => {}
-                }
-                let mut found = Finding::locate_among(raw, lens, place_on, &mut fingerprints);
-                if let Some(problem) = suggestion_problem(&found, place_on) {
-                    tracing::debug!(lens = %lens, title = %found.title, problem, "suggestion dropped");
-                    found.suggestion = None;
-                }
-                findings.push(found);
-            }
-        }
-        provenance.push(run.provenance);
-    }
+    let Placed {
+        mut findings,
+        provenance,
+        dropped_unfounded,
+    } = place(runs, &head, panel.evidence.as_deref());
     let explained = merge_explained(&findings, config.min_blocking_confidence);
     if let Some(ev) = &panel.evidence {
         record_merge(ev, &findings, &explained, config);
@@ -271,6 +242,59 @@ pub async fn review_with(
         report,
         located: findings,
         refuted,
+    }
+}
+
+/// Every lens's findings placed on the diff, with the runs' provenance.
+struct Placed {
+    findings: Vec<Finding>,
+    provenance: Vec<Provenance>,
+    /// Findings dropped because the file at the head holds nowhere the code they quote.
+    dropped_unfounded: usize,
+}
+
+/// Anchors each finding of `runs` on `head` (its quote, when its line is off) and places it on
+/// the diff; a finding whose quote is nowhere is dropped and counted.
+fn place(runs: Vec<LensRun>, head: &HeadText<'_>, evidence: Option<&Evidence>) -> Placed {
+    let place_on = head.diff;
+    let mut findings = Vec::new();
+    let mut provenance = Vec::with_capacity(runs.len());
+    let mut dropped_unfounded = 0;
+    let mut fingerprints = Fingerprints::default();
+    for run in runs {
+        if let Some(response) = run.response {
+            let lens = &run.provenance.lens;
+            for mut raw in response.findings {
+                match anchor(&mut raw, head) {
+                    Anchored::Unfounded => {
+                        dropped_unfounded += 1;
+                        if let Some(ev) = evidence {
+                            ev.record(&Record::Unfounded {
+                                lens: lens.as_str(),
+                                path: &raw.path,
+                                line: raw.line,
+                                title: &raw.title,
+                                quote: raw.quote.as_deref().unwrap_or_default(),
+                            });
+                        }
+                        continue;
+                    }
+                    Anchored::Moved { .. } | Anchored::Kept => {}
+                }
+                let mut found = Finding::locate_among(raw, lens, place_on, &mut fingerprints);
+                if let Some(problem) = suggestion_problem(&found, place_on) {
+                    tracing::debug!(lens = %lens, title = %found.title, problem, "suggestion dropped");
+                    found.suggestion = None;
+                }
+                findings.push(found);
+            }
+        }
+        provenance.push(run.provenance);
+    }
+    Placed {
+        findings,
+        provenance,
+        dropped_unfounded,
     }
 }
 
