@@ -46,14 +46,14 @@ pub mod lens;
 pub(crate) mod par;
 pub mod plan;
 pub mod redact;
-pub(crate) mod render;
+pub mod render;
 pub(crate) mod repo_rules;
 pub mod request;
 pub mod review;
-pub(crate) mod sanitize;
+pub mod sanitize;
 pub mod server;
 pub mod store;
 #[cfg(test)]
 pub(crate) mod testing;
 pub(crate) mod timing;
-pub(crate) mod unicode;
+pub mod unicode;
