@@ -54,9 +54,10 @@ pub const fn var(name: &'static str, holds: Holds, to_command_lens: bool) -> Sec
     }
 }
 
-/// The variables reviewbot's own credentials are in: GitHub's, the App's, the store's. The
-/// backends' (API keys, base URLs, subscription tokens) are declared by each backend.
-pub const OWN_VARS: [SecretVar; 9] = [
+/// The variables reviewbot's own credentials are in: GitHub's, the App's, the store's, and the
+/// Claude subscription token it hands to a `claude-cli` lens and nothing else. The backends'
+/// (API keys, base URLs, gateway tokens) are declared by each backend.
+pub const OWN_VARS: [SecretVar; 10] = [
     var("GITHUB_TOKEN", Holds::Value, false),
     var("GH_TOKEN", Holds::Value, false),
     var("ACTIONS_RUNTIME_TOKEN", Holds::Value, false),
@@ -66,6 +67,7 @@ pub const OWN_VARS: [SecretVar; 9] = [
     var("REVIEWBOT_WEBHOOK_SECRET", Holds::List, false),
     var("REVIEWBOT_DATABASE_URL", Holds::Url, false),
     var("GITHUB_API_URL", Holds::Url, true),
+    var("CLAUDE_CODE_OAUTH_TOKEN", Holds::Value, false),
 ];
 
 /// Whether a lens may never be given `name` (of the credential variables `known`), even when
@@ -327,7 +329,6 @@ mod tests {
     fn known() -> Vec<SecretVar> {
         let mut known = OWN_VARS.to_vec();
         known.extend([
-            var("CLAUDE_CODE_OAUTH_TOKEN", Holds::Value, false),
             var("ANTHROPIC_API_KEY", Holds::Value, true),
             var("ANTHROPIC_AUTH_TOKEN", Holds::Value, true),
             var("OPENAI_API_KEY", Holds::Value, true),

@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::github::client::{ClientLimits, DEFAULT_API_URL, GithubClient};
 use crate::github::model::RepoName;
 use crate::lens::LensSpec;
-use crate::lens::api_call::origin_of;
+use crate::lens::keys::origin_of;
 pub use crate::lens::preflight::{Check, PreflightEnv};
 use crate::lens::registry::backend;
 
@@ -38,7 +38,9 @@ impl DoctorEnv {
     /// loaded, if any.
     pub fn from_env(config: &Config, config_path: Option<PathBuf>) -> Self {
         Self {
-            lens: PreflightEnv::from_env(config.api_key_vars()),
+            lens: PreflightEnv::from_env(crate::lens::registry::apis_from_env(
+                config.api_key_vars(),
+            )),
             github: GithubCheck::from_env(),
             config_path,
         }

@@ -19,6 +19,8 @@ use crate::lens::contract::{AnswerKind, schema_given, with_repository};
 pub(crate) trait AgentCli: 'static {
     /// Its vendor's API, the only fallback it may take.
     const FALLBACK: BackendKind;
+    /// Who made its models: its fallback's vendor (the registry's test holds the two together).
+    const VENDOR: Vendor;
     const CLI: Cli;
     /// Its name in messages (`claude`, `codex`).
     const NAME: &'static str;
@@ -101,9 +103,8 @@ impl<C: AgentCli> Backend for CliBackend<C> {
         C::SECRETS.to_vec()
     }
 
-    /// The vendor of the API it falls back to: the same models.
     fn vendor(&self) -> Vendor {
-        super::registry::backend(C::FALLBACK).vendor()
+        C::VENDOR
     }
 
     fn call<'a>(

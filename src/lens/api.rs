@@ -10,9 +10,9 @@ use reqwest::Url;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
-use super::api_call::{self, Call, CallError, RetryPolicy, origin_of};
+use super::api_call::{self, Call, CallError, RetryPolicy};
 use super::backend::{Backend, CallEnv, Pending, Runs};
-use super::keys::{ApiEnv, EnvVars, Sources};
+use super::keys::{ApiEnv, EnvVars, Sources, origin_of};
 use super::preflight::{Check, PreflightEnv};
 use super::process::timed_out;
 use super::tools::{

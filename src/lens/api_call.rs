@@ -14,7 +14,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use reqwest::{Client, StatusCode, Url};
 use serde_json::Value;
 
-use super::keys::Sources;
+use super::keys::{Sources, origin_of};
 use super::{Failure, FailureKind};
 use crate::chars::one_line;
 use crate::redact::redact;
@@ -604,15 +604,6 @@ pub(crate) fn opening(text: &str, key: &str) -> String {
 /// `text` with every occurrence of the API key masked.
 pub(crate) fn scrub<'t>(text: &'t str, key: &str) -> Cow<'t, str> {
     crate::redact::mask_value(text, key, "[REDACTED api-key]")
-}
-
-/// `scheme://host[:port]` of a URL: what messages name, never a path, query or user info.
-pub(crate) fn origin_of(url: &Url) -> String {
-    url.origin().ascii_serialization()
-}
-
-pub(crate) fn origin_of_str(url: &str) -> String {
-    Url::parse(url).map_or_else(|_| "<invalid URL>".to_owned(), |u| origin_of(&u))
 }
 
 /// A duration for a message: `1.5s`, `60s`.

@@ -88,11 +88,10 @@ pub struct ClaudeCli;
 
 impl AgentCli for ClaudeCli {
     const FALLBACK: BackendKind = BackendKind::Anthropic;
-    /// The subscription token is the child's alone; a gateway's bearer is the operator's.
-    const SECRETS: &'static [SecretVar] = &[
-        var("CLAUDE_CODE_OAUTH_TOKEN", Holds::Value, false),
-        var("ANTHROPIC_AUTH_TOKEN", Holds::Value, true),
-    ];
+    const VENDOR: crate::lens::Vendor = crate::lens::Vendor::Anthropic;
+    /// A gateway's bearer, the operator's (the subscription token is in reviewbot's own list:
+    /// no lens of another backend may ever be given it).
+    const SECRETS: &'static [SecretVar] = &[var("ANTHROPIC_AUTH_TOKEN", Holds::Value, true)];
     const CLI: Cli = Cli::Claude;
     const NAME: &'static str = "claude";
     const DEFAULT_BIN: &'static str = DEFAULT_BIN;

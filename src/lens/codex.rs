@@ -165,6 +165,7 @@ pub struct CodexCli;
 
 impl AgentCli for CodexCli {
     const FALLBACK: BackendKind = BackendKind::Openai;
+    const VENDOR: crate::lens::Vendor = crate::lens::Vendor::Openai;
     const SECRETS: &'static [SecretVar] = &[var("CODEX_API_KEY", Holds::Value, true)];
     const CLI: Cli = Cli::Codex;
     const NAME: &'static str = "codex";

@@ -171,11 +171,11 @@ fn is_base(name: &str) -> bool {
 /// lens only. Their values are credentials the operator hands over, masked by value like
 /// reviewbot's own ([`crate::credentials::remember_vars`]).
 pub fn passed_through(named: &[String]) -> impl Iterator<Item = &str> {
-    let known = super::registry::secret_vars();
+    use crate::credentials::{OWN_VARS, never_to_a_lens};
     named
         .iter()
         .map(String::as_str)
-        .filter(move |n| !is_base(n) && !crate::credentials::never_to_a_lens(&known, n))
+        .filter(|n| !is_base(n) && !never_to_a_lens(&OWN_VARS, n))
 }
 
 /// `doctor`'s line: `bin` exists and is executable (a bare name is looked up on `PATH`); it is

@@ -12,8 +12,16 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::LensSpec;
-use super::api_call::origin_of_str;
-use super::registry;
+use reqwest::Url;
+
+/// `scheme://host[:port]` of a URL: what messages name, never a path, query or user info.
+pub(crate) fn origin_of(url: &Url) -> String {
+    url.origin().ascii_serialization()
+}
+
+fn origin_of_str(url: &str) -> String {
+    Url::parse(url).map_or_else(|_| "<invalid URL>".to_owned(), |u| origin_of(&u))
+}
 
 /// The variables an API backend reads its key and base URL from by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,20 +96,15 @@ impl fmt::Debug for ApiEnv {
 pub struct ApiVars(BTreeMap<String, String>);
 
 impl ApiVars {
-    /// Reads the process environment: every API backend's variables and `own`, the variables
-    /// lenses name as their `api_key_env`.
-    pub fn from_env<'a>(own: impl IntoIterator<Item = &'a str>) -> Self {
-        Self::read(own, |name| std::env::var(name).ok())
-    }
-
-    /// Reads, with `var`, every API backend's variables and `own`.
+    /// Reads, with `var`, the API vendors' variables `vendors` (`registry::apis_from_env` passes
+    /// every registered one) and `own`, the variables lenses name as their `api_key_env`.
     pub fn read<'a>(
+        vendors: impl IntoIterator<Item = EnvVars>,
         own: impl IntoIterator<Item = &'a str>,
         var: impl Fn(&str) -> Option<String>,
     ) -> Self {
-        let vendors = registry::ALL
-            .iter()
-            .filter_map(|&kind| registry::backend(kind).api_vars())
+        let vendors = vendors
+            .into_iter()
             .flat_map(|v| [v.key.to_owned(), v.base_url.to_owned()]);
         let own = own.into_iter().map(str::to_owned);
         let mut vars = Self::default();
@@ -224,7 +227,7 @@ mod tests {
             "UNRELATED" => Some("never read".to_owned()),
             _ => None,
         };
-        let vars = ApiVars::read(["LOCAL_LLM_KEY"], env);
+        let vars = ApiVars::read([OPENAI], ["LOCAL_LLM_KEY"], env);
         assert!(!vars.is_set("UNRELATED"));
         let l = vars.for_lens(&local, OPENAI);
         assert_eq!(

@@ -38,11 +38,12 @@ pub struct PreflightEnv {
 }
 
 impl PreflightEnv {
-    /// Reads the process environment; `api_key_vars` are the lenses' own key variables.
-    pub fn from_env<'a>(api_key_vars: impl IntoIterator<Item = &'a str>) -> Self {
+    /// Reads the process environment; `apis` are the API variables read already
+    /// (`registry::apis_from_env`).
+    pub fn from_env(apis: ApiVars) -> Self {
         Self {
             cli: CliEnv::from_env(),
-            apis: ApiVars::from_env(api_key_vars),
+            apis,
             cli_timeout: CLI_TIMEOUT,
         }
     }

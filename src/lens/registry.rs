@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::agent_cli::CliBackend;
 use super::api::ApiBackend;
 use super::backend::Backend;
+use super::keys::ApiVars;
 use super::{anthropic, builtin, claude, codex, command, gemini, openai};
 use crate::credentials::{OWN_VARS, SecretVar};
 
@@ -40,6 +41,13 @@ macro_rules! backends {
         /// Every kind, in the order `doctor` and the docs list them.
         pub const ALL: &[BackendKind] = &[$(BackendKind::$variant,)*];
     };
+}
+
+/// The API variables of every registered vendor and `own` (the lenses' `api_key_env`), read from
+/// the process environment.
+pub fn apis_from_env<'a>(own: impl IntoIterator<Item = &'a str>) -> ApiVars {
+    let vendors = ALL.iter().filter_map(|&kind| backend(kind).api_vars());
+    ApiVars::read(vendors, own, |name| std::env::var(name).ok())
 }
 
 /// Every variable that holds a credential: reviewbot's own and each backend's.

@@ -37,6 +37,7 @@ mod contextual;
 mod imported;
 mod keywords;
 mod known;
+mod rule_data;
 mod rules;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -152,7 +152,7 @@ impl Panel {
     ) -> Self {
         Self {
             cli_env: CliEnv::from_env(),
-            apis: ApiVars::from_env(api_key_vars),
+            apis: registry::apis_from_env(api_key_vars),
             allow_api_fallback,
             slots,
             retry: RetryPolicy::default(),
